@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cozystack/vlan-conformance/framework/labvm"
+	"github.com/cozystack/vlan-conformance/framework/report"
+)
+
+// bench prints wall-clock figures: the lab VM's boot alone, the whole lab
+// conformance run (boot included), and the time each claim family's specs
+// took. Budgets are judged by people reading these, never asserted.
+func (d *driver) bench(ctx context.Context) int {
+	var rows [][2]string
+	if !labvm.Inside() && d.labVM != "never" {
+		wd, _ := os.Getwd()
+		cache, _ := filepath.Abs(filepath.Join(d.cacheDir, "labvm"))
+		start := time.Now()
+		code, err := labvm.Run(ctx, labvm.Config{CacheDir: cache, WorkDir: wd, Command: []string{"/bin/true"}, Stdout: os.Stdout, Stderr: os.Stderr})
+		if err != nil || code != 0 {
+			fmt.Fprintln(os.Stderr, "bench: lab VM boot:", err, code)
+			return 1
+		}
+		rows = append(rows, [2]string{"lab VM: boot to command", fmt.Sprintf("%.1f s", labvm.LastBootDuration().Seconds())},
+			[2]string{"lab VM: start to power-off (/bin/true)", fmt.Sprintf("%.1f s", time.Since(start).Seconds())})
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, self, append([]string{"run"}, d.rawArgs...)...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	runErr := cmd.Run()
+	rows = append(rows, [2]string{"full lab conformance (make conformance, boot included)", fmt.Sprintf("%.1f s", time.Since(start).Seconds())})
+	if cases, err := report.ReadJUnit(filepath.Join(d.cfg.ReportDir, "junit.xml")); err == nil {
+		per := map[string]float64{}
+		for _, tc := range cases {
+			for _, id := range report.ClaimIDs(tc.Name) {
+				per[strings.SplitN(id, "-", 2)[0]] += tc.Time
+				break
+			}
+		}
+		var fams []string
+		for f := range per {
+			fams = append(fams, f)
+		}
+		sort.Strings(fams)
+		for _, f := range fams {
+			rows = append(rows, [2]string{f + "-* specs (sum of spec times)", fmt.Sprintf("%.1f s", per[f])})
+		}
+	}
+	var b strings.Builder
+	b.WriteString("# Bench\n\n| figure | wall time |\n|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s | %s |\n", r[0], r[1])
+	}
+	fmt.Print("\n" + b.String())
+	os.WriteFile(filepath.Join(d.cfg.ReportDir, "bench.md"), []byte(b.String()), 0o644)
+	if runErr != nil {
+		fmt.Fprintln(os.Stderr, "bench: the conformance run failed:", runErr)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/report"
+)
+
+// selftest runs each negative control's claim against its broken subject
+// and requires the claim's spec to FAIL. All controls share one lab VM boot.
+func (d *driver) selftest(ctx context.Context) int {
+	dir := filepath.Join(d.cfg.ReportDir, "selftest")
+	os.RemoveAll(dir)
+	var outcomes []report.ControlOutcome
+	caught := 0
+	for _, c := range config.Controls() {
+		if ctx.Err() != nil {
+			return 130
+		}
+		cdir := filepath.Join(dir, strings.NewReplacer("/", "_", ".", "_").Replace(c.ID))
+		junit := filepath.Join(cdir, "junit.xml")
+		args := append(append([]string{}, d.suiteArgs...),
+			"--control="+c.ID, "--report-dir="+cdir,
+			"--ginkgo.label-filter="+c.Claim, "--ginkgo.junit-report="+junit, "--ginkgo.no-color")
+		args = append(args, c.ExtraArgs...)
+		fmt.Printf("selftest: %s (%s): %s\n", c.ID, c.Claim, c.Description)
+		start := time.Now()
+		code := d.runSuiteQuiet(ctx, args, filepath.Join(cdir, "output.txt"))
+		o := report.ControlOutcome{Claim: c.Claim, Control: c.ID, Description: c.Description, ExitCode: code, Seconds: time.Since(start).Seconds()}
+		cases, err := report.ReadJUnit(junit)
+		if err != nil {
+			o.Note = "no JUnit: " + err.Error()
+		}
+		for _, tc := range cases {
+			if tc.Failed() && contains(report.ClaimIDs(tc.Name), c.Claim) {
+				o.SpecFailed = true
+				o.FailedSpecs = append(o.FailedSpecs, tc.Name)
+			}
+		}
+		if code == config.ExitBadInput {
+			o.SpecFailed, o.Note = false, "the suite rejected the control's flags"
+		}
+		verdict := "CAUGHT: the spec failed"
+		if o.SpecFailed {
+			caught++
+		} else {
+			verdict = "NOT CAUGHT: the spec did not fail (see " + cdir + "/output.txt)"
+		}
+		fmt.Printf("selftest: %s %s (%.1fs)\n", c.ID, verdict, o.Seconds)
+		outcomes = append(outcomes, o)
+	}
+	if err := report.WriteSelftest(d.cfg.ReportDir, outcomes); err != nil {
+		fmt.Fprintln(os.Stderr, "selftest report:", err)
+		return 1
+	}
+	fmt.Printf("selftest: %d/%d controls made their spec fail; %s\n", caught, len(outcomes), filepath.Join(d.cfg.ReportDir, "selftest.md"))
+	if caught != len(outcomes) {
+		return 1
+	}
+	return 0
+}
+
+// runSuiteQuiet runs the suite with its output in a file (a control's
+// failure is the expected outcome, not something to print).
+func (d *driver) runSuiteQuiet(ctx context.Context, args []string, logPath string) int {
+	os.MkdirAll(filepath.Dir(logPath), 0o755)
+	f, err := os.Create(logPath)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer f.Close()
+	return d.runSuiteTo(ctx, args, f)
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,41 @@
+// Package claims is the catalogue of what the suite proves (CLAIMS.md): each
+// claim's ID and the guide's sentence behind it. Specs carry the ID in their
+// text as "[ID]" and as a Ginkgo label; the report maps IDs to verdicts.
+package claims
+
+// Claim is one numbered promise of the guide.
+type Claim struct {
+	ID       string
+	Sentence string // what the guide (or seed 003) says, in one line
+	Tier     string // "" = every tier, "cluster" = cluster only
+}
+
+// All claims, in report order.
+var All = []Claim{
+	{ID: "VLAN-01", Sentence: "A bridge-type NAD on a Linux bridge enslaving uplink.100: guest and gateway reach each other both ways."},
+	{ID: "VLAN-02", Sentence: "The guest's frames cross the trunk tagged with VLAN 100."},
+	{ID: "VLAN-03", Sentence: "macvlan: the guest transmits but never receives; replies to the guest MAC are dropped, its neighbour entry stays FAILED."},
+	{ID: "VLAN-04", Sentence: "macvlan: the host cannot reach macvlan children through the parent interface."},
+	{ID: "VLAN-05", Sentence: "With a host address on the bridge, host and bridge-attached VMs reach each other."},
+	{ID: "VLAN-06", Sentence: "ipam: {} assigns no address; the guest configures its own from cloud-init userData."},
+	{ID: "VLAN-07", Sentence: "The /24 on the VLAN NIC adds only the connected route; the default route stays on the pod NIC."},
+	{ID: "VLAN-08", Sentence: "A guest on VLAN 100 cannot reach a host on another VLAN of the same trunk."},
+	{ID: "VLAN-09", Sentence: `A node lacking the bridge plugin fails the NAD with failed to find plugin "bridge" in path [/opt/cni/bin].`},
+	{ID: "VLAN-10", Sentence: "The attachment's MTU must match the physical VLAN: full-size DF passes when they match, is dropped when the path is smaller (seed 003)."},
+	{ID: "VLAN-11", Sentence: "The NAD is resolved in the VM's own namespace: without a copy there the VLAN NIC does not start.", Tier: "cluster"},
+	{ID: "STG-01", Sentence: "Staging installs exactly the 14 upstream reference plugins, byte-identical, mode 0755."},
+	{ID: "STG-02", Sentence: "It never writes loopback, dhcp, dummy, tap, nor any file that is not an image plugin."},
+	{ID: "STG-03", Sentence: "It replaces a same-name file every run, by rename: an executing plugin keeps running."},
+	{ID: "STG-04", Sentence: "Talos: 10 added, 4 rewritten, loopback and flannel untouched; k3s: 14 added; Cilium: 14 added; older versions replaced."},
+	{ID: "STG-05", Sentence: "A plugin it fails to write is reported and skipped, never removed."},
+	{ID: "STG-06", Sentence: "Per-plugin causes where attempted, then a summary beginning `failed to install:`; exit 0."},
+	{ID: "STG-07", Sentence: "No /cni-plugins: logs `no /cni-plugins in this image; skipping staging`, installs nothing, exits 0."},
+	{ID: "STG-08", Sentence: "No temporary file is left in /opt/cni/bin after a run, failed or not."},
+	{ID: "STG-09", Sentence: "With stageCniPlugins: false the init container is absent and nothing staged is removed.", Tier: "cluster"},
+	{ID: "ARP-01", Sentence: "Re-creating a VM gives its VLAN NIC a fresh MAC unless one is pinned."},
+	{ID: "ARP-02", Sentence: "Right after re-creation the gateway still holds the old MAC: gateway-to-guest fails, as expected."},
+	{ID: "ARP-03", Sentence: "It recovers by itself once the gateway's entry ages out, within the bound its neighbour timers imply."},
+	{ID: "ARP-04", Sentence: "A gratuitous ARP from the new guest ends the outage at once."},
+	{ID: "ARP-05", Sentence: "A pinned MAC survives re-creation, with no outage."},
+	{ID: "ARP-06", Sentence: "Two guests with one MAC on one VLAN are a detectable collision."},
+}

@@ -1,0 +1,166 @@
+// Package config holds the suite's flags and validates them before anything
+// is created: bad input gets one clear error and exit status 2.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ExitBadInput is the exit status for invalid flags.
+const ExitBadInput = 2
+
+// Config is everything a run is parameterised by. Specs read it through the
+// platform, never directly.
+type Config struct {
+	Tier string // "lab" (default) or "cluster"
+
+	// The VLAN under test and the guide's addresses on it.
+	VLAN      int
+	Subnet    string // CIDR, e.g. 203.0.113.0/24
+	Gateway   string // the upstream gateway on the VLAN
+	GuestAddr string // the guest's static address (cloud-init), CIDR
+	// A second VLAN on the same trunk, for isolation (VLAN-08).
+	OtherVLAN    int
+	OtherSubnet  string
+	OtherGateway string
+
+	// Vendor mode: a real NIC and an existing gateway instead of the veth trunk.
+	Uplink string
+
+	PluginDir      string // the CNI plugins every lab node carries in its /opt/cni/bin
+	OldPluginDir   string // an older plugin release, for stager node layouts
+	StagerManifest string // multus DaemonSet manifest carrying install-cni-plugins
+	Kubeconfig     string
+	ReportDir      string
+	WorkDir        string // scratch for CNI cache, node dirs; removed afterwards
+	Control        string // negative control to apply ("" = the guide's subject)
+	ARPProfile     string // gateway neighbour timers: "tuned" or "default"
+}
+
+// Register binds the flags to fs with the guide's defaults.
+func Register(fs *flag.FlagSet) *Config {
+	c := &Config{}
+	fs.StringVar(&c.Tier, "tier", "lab", "where the specs run: lab (netns) or cluster")
+	fs.IntVar(&c.VLAN, "vlan", 100, "VLAN id under test (1-4094)")
+	fs.StringVar(&c.Subnet, "subnet", "203.0.113.0/24", "the VLAN's subnet")
+	fs.StringVar(&c.Gateway, "gateway", "203.0.113.1", "the VLAN's upstream gateway address")
+	fs.StringVar(&c.GuestAddr, "guest-address", "203.0.113.10/24", "the guest's static address on the VLAN (cloud-init)")
+	fs.IntVar(&c.OtherVLAN, "other-vlan", 200, "a second VLAN on the trunk, for isolation checks")
+	fs.StringVar(&c.OtherSubnet, "other-subnet", "198.51.100.0/24", "the second VLAN's subnet")
+	fs.StringVar(&c.OtherGateway, "other-gateway", "198.51.100.1", "a host on the second VLAN")
+	fs.StringVar(&c.Uplink, "uplink", "", "vendor mode: a real NIC carrying the VLAN tagged, towards an existing gateway")
+	fs.StringVar(&c.PluginDir, "plugin-dir", "bin/cni/v1.9.1", "directory with the upstream CNI plugin binaries")
+	fs.StringVar(&c.OldPluginDir, "old-plugin-dir", "bin/cni/v1.6.2", "directory with an older CNI plugin release (stager layouts)")
+	fs.StringVar(&c.StagerManifest, "stager-manifest", "fixtures/stager/multus-daemonset.yaml", "multus DaemonSet manifest whose install-cni-plugins init container is the stager subject")
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "cluster tier: an existing cluster's kubeconfig")
+	fs.StringVar(&c.ReportDir, "report-dir", "reports", "where junit.xml, conformance.md and artifacts go")
+	fs.StringVar(&c.WorkDir, "work-dir", "", "scratch directory (default: a fresh temp dir)")
+	fs.StringVar(&c.Control, "control", "", "negative control: run the specs against a deliberately broken subject (see --list-controls)")
+	fs.StringVar(&c.ARPProfile, "arp-profile", "tuned", "lab gateway neighbour timers: tuned or default")
+	return c
+}
+
+// Validate checks every flag and returns all problems as one error. It
+// creates nothing.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+
+	switch c.Tier {
+	case "lab", "cluster":
+	default:
+		add("--tier %q: want lab or cluster", c.Tier)
+	}
+	for _, v := range []struct {
+		flag string
+		id   int
+	}{{"--vlan", c.VLAN}, {"--other-vlan", c.OtherVLAN}} {
+		if v.id < 1 || v.id > 4094 {
+			add("%s %d: VLAN id must be in 1..4094", v.flag, v.id)
+		}
+	}
+	if c.VLAN == c.OtherVLAN {
+		add("--other-vlan %d: must differ from --vlan", c.OtherVLAN)
+	}
+	subnet, err := parseSubnet("--subnet", c.Subnet)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	other, err := parseSubnet("--other-subnet", c.OtherSubnet)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	inside := func(flagName, addr string, p netip.Prefix) {
+		a, err := netip.ParseAddr(addr)
+		if err != nil {
+			add("%s %q: not an IP address", flagName, addr)
+			return
+		}
+		if p.IsValid() && !p.Contains(a) {
+			add("%s %s: outside the subnet %s", flagName, a, p)
+		}
+	}
+	inside("--gateway", c.Gateway, subnet)
+	inside("--other-gateway", c.OtherGateway, other)
+	if g, err := netip.ParsePrefix(c.GuestAddr); err != nil {
+		add("--guest-address %q: want an address with prefix length, e.g. 203.0.113.10/24", c.GuestAddr)
+	} else if subnet.IsValid() && (!subnet.Contains(g.Addr()) || g.Bits() != subnet.Bits()) {
+		add("--guest-address %s: not in the subnet %s", g, subnet)
+	}
+	if subnet.IsValid() && other.IsValid() && subnet.Overlaps(other) {
+		add("--other-subnet %s overlaps --subnet %s", other, subnet)
+	}
+	if c.Uplink != "" {
+		if _, err := net.InterfaceByName(c.Uplink); err != nil {
+			add("--uplink %q: no such interface in this namespace", c.Uplink)
+		}
+	}
+	if c.Tier == "lab" {
+		if fi, err := os.Stat(filepath.Join(c.PluginDir, "bridge")); err != nil || fi.IsDir() {
+			add("--plugin-dir %q: no bridge plugin there (build them with `make plugins`)", c.PluginDir)
+		}
+	}
+	if c.StagerManifest != "" {
+		if _, err := os.Stat(c.StagerManifest); err != nil {
+			add("--stager-manifest %q: %v", c.StagerManifest, errors.Unwrap(err))
+		}
+	}
+	if c.Tier == "cluster" && c.Kubeconfig != "" {
+		if _, err := os.Stat(c.Kubeconfig); err != nil {
+			add("--kubeconfig %q: %v", c.Kubeconfig, errors.Unwrap(err))
+		}
+	}
+	switch c.ARPProfile {
+	case "tuned", "default":
+	default:
+		add("--arp-profile %q: want tuned or default", c.ARPProfile)
+	}
+	if c.Control != "" && !knownControl(c.Control) {
+		add("--control %q: unknown (known: %s)", c.Control, strings.Join(ControlIDs(), ", "))
+	}
+	return errors.Join(errs...)
+}
+
+// VendorMode reports whether a real uplink replaces the lab's veth trunk.
+func (c *Config) VendorMode() bool { return c.Uplink != "" }
+
+func parseSubnet(flagName, s string) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("%s %q: not a CIDR", flagName, s)
+	}
+	if p.Masked() != p {
+		return netip.Prefix{}, fmt.Errorf("%s %s: host bits set (did you mean %s?)", flagName, p, p.Masked())
+	}
+	if !p.Addr().Is4() || p.Bits() > 30 {
+		return netip.Prefix{}, fmt.Errorf("%s %s: want an IPv4 subnet of /30 or larger", flagName, p)
+	}
+	return p, nil
+}

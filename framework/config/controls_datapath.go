@@ -1,0 +1,33 @@
+package config
+
+// Datapath controls (CLAIMS.md, VLAN-). Each names the broken subject the
+// lab platform builds instead of the guide's.
+const (
+	CtlNoSubinterface     = "VLAN-01/no-vlan-subinterface"
+	CtlWrongVLAN          = "VLAN-01/wrong-vlan-id"
+	CtlUntagged           = "VLAN-02/untagged-wiring"
+	CtlMacvlanPassthru    = "VLAN-03/macvlan-passthru"
+	CtlMacvlanHostShim    = "VLAN-04/host-macvlan-shim"
+	CtlAddrOnSubinterface = "VLAN-05/address-on-uplink.100"
+	CtlHostLocalIPAM      = "VLAN-06/host-local-ipam"
+	CtlDefaultRouteOnVLAN = "VLAN-07/default-route-on-vlan-nic"
+	CtlBothVLANsOneBridge = "VLAN-08/both-vlans-one-bridge"
+	CtlNodeHasBridge      = "VLAN-09/node-has-bridge"
+	CtlJumboPath          = "VLAN-10/jumbo-physical-path"
+)
+
+func init() {
+	register(
+		Control{ID: CtlNoSubinterface, Claim: "VLAN-01", Description: "br100 enslaves no VLAN sub-interface (uplink.100 absent)"},
+		Control{ID: CtlWrongVLAN, Claim: "VLAN-01", Description: "the node's sub-interface carries VLAN 101, the gateway VLAN 100"},
+		Control{ID: CtlUntagged, Claim: "VLAN-02", Description: "br100 enslaves the untagged uplink itself"},
+		Control{ID: CtlMacvlanPassthru, Claim: "VLAN-03", Description: "macvlan in passthru mode: the child receives every frame, so replies to the guest MAC arrive"},
+		Control{ID: CtlMacvlanHostShim, Claim: "VLAN-04", Description: "the node's address sits on a macvlan bridge-mode shim of the parent, not on the parent"},
+		Control{ID: CtlAddrOnSubinterface, Claim: "VLAN-05", Description: "the node's address sits on the enslaved uplink.100 instead of br100"},
+		Control{ID: CtlHostLocalIPAM, Claim: "VLAN-06", Description: "the NAD carries host-local IPAM instead of ipam: {}"},
+		Control{ID: CtlDefaultRouteOnVLAN, Claim: "VLAN-07", Description: "cloud-init also puts a default route on the VLAN NIC"},
+		Control{ID: CtlBothVLANsOneBridge, Claim: "VLAN-08", Description: "br100 enslaves both uplink.100 and uplink.200"},
+		Control{ID: CtlNodeHasBridge, Claim: "VLAN-09", Description: "the node lacking bridge has it after all"},
+		Control{ID: CtlJumboPath, Claim: "VLAN-10", Description: "the physical VLAN carries 9000-byte frames, so the path is not smaller"},
+	)
+}

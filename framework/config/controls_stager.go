@@ -1,0 +1,31 @@
+package config
+
+// Stager controls (CLAIMS.md, STG-): mutants of the reference subject in
+// fixtures/stager/mutants, each breaking one promise of the guide's
+// "Staging the reference CNI plugins". The specs run unchanged against the
+// mutant --stager-manifest; the named claim's specs must FAIL.
+const (
+	CtlStagerRemovesOldCopy      = "STG-05/mutant-removes-old-copy"
+	CtlStagerExitsNonZero        = "STG-06/mutant-exits-nonzero"
+	CtlStagerCopiesInPlace       = "STG-03/mutant-copies-in-place"
+	CtlStagerWritesLoopback      = "STG-02/mutant-writes-loopback"
+	CtlStagerInstallsOnlyMissing = "STG-03/mutant-installs-only-missing"
+	CtlStagerNoSummary           = "STG-06/mutant-no-summary"
+	CtlStagerLeavesTemp          = "STG-08/mutant-leaves-temp"
+)
+
+func stagerMutant(file string) []string {
+	return []string{"--stager-manifest=fixtures/stager/mutants/" + file}
+}
+
+func init() {
+	register(
+		Control{ID: CtlStagerRemovesOldCopy, Claim: "STG-05", Description: "install-cni-plugins removes the node's file when it fails to write a plugin", ExtraArgs: stagerMutant("removes-old-copy.yaml")},
+		Control{ID: CtlStagerExitsNonZero, Claim: "STG-06", Description: "install-cni-plugins exits 1 when a plugin failed", ExtraArgs: stagerMutant("exits-nonzero.yaml")},
+		Control{ID: CtlStagerCopiesInPlace, Claim: "STG-03", Description: "install-cni-plugins copies over the destination in place instead of renaming", ExtraArgs: stagerMutant("copies-in-place.yaml")},
+		Control{ID: CtlStagerWritesLoopback, Claim: "STG-02", Description: "install-cni-plugins stages loopback too", ExtraArgs: stagerMutant("writes-loopback.yaml")},
+		Control{ID: CtlStagerInstallsOnlyMissing, Claim: "STG-03", Description: "install-cni-plugins installs only plugins the node lacks", ExtraArgs: stagerMutant("installs-only-missing.yaml")},
+		Control{ID: CtlStagerNoSummary, Claim: "STG-06", Description: "install-cni-plugins prints no `failed to install:` summary", ExtraArgs: stagerMutant("no-summary.yaml")},
+		Control{ID: CtlStagerLeavesTemp, Claim: "STG-08", Description: "install-cni-plugins leaves its temporary file behind on failure", ExtraArgs: stagerMutant("leaves-temp.yaml")},
+	)
+}

@@ -1,0 +1,186 @@
+// Package evidence observes the datapath: frame captures on any interface of
+// any namespace (802.1Q tags included), neighbour and FDB reads, and dumps of
+// every namespace when a spec fails.
+package evidence
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+	"github.com/google/gopacket/pcapgo"
+	"golang.org/x/sys/unix"
+
+	"github.com/cozystack/vlan-conformance/framework/nsexec"
+)
+
+// Point is a place traffic can be watched: an interface in a namespace.
+type Point struct {
+	Netns string // path of the network namespace ("" = this process's)
+	Iface string
+	Label string // human name for reports, e.g. "trunk (gateway side of node-a)"
+}
+
+func (p Point) String() string {
+	if p.Label != "" {
+		return p.Label
+	}
+	return p.Iface
+}
+
+// Capture records every frame crossing one Point until Stop.
+type Capture struct {
+	point   Point
+	fd      int
+	file    string
+	mu      sync.Mutex
+	frames  []Frame
+	stopped atomic.Bool
+	done    chan struct{}
+}
+
+// StartCapture opens an AF_PACKET socket on the point and records frames.
+// pcapPath, if set, receives a pcap file of everything captured.
+func StartCapture(p Point, pcapPath string) (*Capture, error) {
+	var fd int
+	err := nsexec.Do(p.Netns, func() error {
+		ifi, err := net.InterfaceByName(p.Iface)
+		if err != nil {
+			return err
+		}
+		fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
+		if err != nil {
+			return fmt.Errorf("packet socket: %w", err)
+		}
+		// The kernel strips the 802.1Q tag into packet metadata on some
+		// paths (veth, hardware offload): ask for it back as auxdata.
+		if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_AUXDATA, 1); err != nil {
+			unix.Close(fd)
+			return fmt.Errorf("PACKET_AUXDATA: %w", err)
+		}
+		if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifi.Index}); err != nil {
+			unix.Close(fd)
+			return fmt.Errorf("bind to %s: %w", p.Iface, err)
+		}
+		tv := unix.NsecToTimeval(int64(100 * time.Millisecond))
+		return unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("capture on %s: %w", p, err)
+	}
+	c := &Capture{point: p, fd: fd, file: pcapPath, done: make(chan struct{})}
+	go c.loop()
+	return c, nil
+}
+
+func (c *Capture) loop() {
+	buf := make([]byte, 65536)
+	oob := make([]byte, unix.CmsgSpace(int(unsafeSizeofAuxdata)))
+	for {
+		n, oobn, _, _, err := unix.Recvmsg(c.fd, buf, oob, 0)
+		if err != nil {
+			// The receive timeout lets Stop end the loop once the socket
+			// is drained; the fd is closed here, never under a blocked read.
+			if (errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR)) && !c.stopped.Load() {
+				continue
+			}
+			unix.Close(c.fd)
+			close(c.done)
+			return
+		}
+		data := append([]byte(nil), buf[:n]...)
+		if tci, ok := vlanFromAuxdata(oob[:oobn]); ok {
+			data = insertTag(data, tci)
+		}
+		f := Decode(data)
+		f.Time = time.Now()
+		c.mu.Lock()
+		c.frames = append(c.frames, f)
+		c.mu.Unlock()
+	}
+}
+
+// Frames returns what has been captured so far.
+func (c *Capture) Frames() Frames {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append(Frames(nil), c.frames...)
+}
+
+// Stop ends the capture, writes the pcap file if asked, and returns the frames.
+func (c *Capture) Stop() (Frames, error) {
+	c.stopped.Store(true)
+	<-c.done
+	frames := c.Frames()
+	if c.file == "" {
+		return frames, nil
+	}
+	return frames, frames.WritePcap(c.file)
+}
+
+// WritePcap writes the frames as a pcap file (Ethernet link type).
+func (fs Frames) WritePcap(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w := pcapgo.NewWriter(f)
+	if err := w.WriteFileHeader(65536, layers.LinkTypeEthernet); err != nil {
+		return err
+	}
+	for _, fr := range fs {
+		ci := gopacket.CaptureInfo{Timestamp: fr.Time, CaptureLength: len(fr.Raw), Length: len(fr.Raw)}
+		if err := w.WritePacket(ci, fr.Raw); err != nil {
+			return err
+		}
+	}
+	return f.Close()
+}
+
+// tpacket_auxdata: status u32, len u32, snaplen u32, mac u16, net u16,
+// vlan_tci u16, vlan_tpid u16.
+const unsafeSizeofAuxdata = 20
+
+func vlanFromAuxdata(oob []byte) (uint16, bool) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return 0, false
+	}
+	for _, m := range msgs {
+		if m.Header.Level != unix.SOL_PACKET || m.Header.Type != unix.PACKET_AUXDATA || len(m.Data) < unsafeSizeofAuxdata {
+			continue
+		}
+		status := binary.NativeEndian.Uint32(m.Data[0:4])
+		tci := binary.NativeEndian.Uint16(m.Data[16:18])
+		if status&unix.TP_STATUS_VLAN_VALID != 0 || tci != 0 {
+			return tci, true
+		}
+	}
+	return 0, false
+}
+
+// insertTag puts an 802.1Q header back after the two MAC addresses.
+func insertTag(frame []byte, tci uint16) []byte {
+	if len(frame) < 12 {
+		return frame
+	}
+	out := make([]byte, 0, len(frame)+4)
+	out = append(out, frame[:12]...)
+	out = binary.BigEndian.AppendUint16(out, 0x8100)
+	out = binary.BigEndian.AppendUint16(out, tci)
+	return append(out, frame[12:]...)
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }

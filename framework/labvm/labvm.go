@@ -1,0 +1,401 @@
+// Package labvm runs one command inside a QEMU guest that boots Debian's
+// generic kernel (which has the VLAN, bridge, macvlan, veth and dummy drivers
+// the host kernel may lack) over the host's root filesystem, shared read-only.
+// The command sees the host's binaries, WorkDir read-write at the same path,
+// /var writable (a throwaway overlay) and fresh tmpfs on /tmp and /run: the
+// host's /tmp is NOT visible, so Command must not live there.
+//
+// CacheDir holds kernel.json (what is cached), <release>/vmlinux,
+// <release>/modules/*.ko, <release>/initramfs-<hash>.cpio,
+// accel-<host release> (the KVM probe's verdict) and console.log (the last
+// VM's serial console). Host tools: apt packages qemu-system-x86,
+// busybox-static and xz-utils (apt-get and dpkg-deb come with Debian).
+//
+// Environment: LABVM_ACCEL=kvm|tcg skips the KVM probe; LABVM_APPEND adds
+// kernel parameters (debugging). Inside the VM, LABVM=1.
+package labvm
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Config describes one VM run.
+type Config struct {
+	CacheDir string   // absolute; holds kernel, modules, initramfs, accel verdict, console.log
+	WorkDir  string   // absolute host dir shared read-write at the same path in the VM
+	Command  []string // absolute path + args, run in the VM with cwd = WorkDir
+	Env      []string // extra KEY=VALUE for the command (LABVM=1 is always set)
+	MemoryMB int      // default 1024
+
+	Stdout, Stderr io.Writer // the command's output, streamed while it runs
+	Progress       io.Writer // one-line progress messages; may be nil
+}
+
+// Inside reports whether this process runs inside the lab VM.
+func Inside() bool { return os.Getenv("LABVM") == "1" }
+
+var lastBoot atomic.Int64
+
+// LastBootDuration is the time from QEMU start to the command start in the
+// most recent Run (0 if it never got there).
+func LastBootDuration() time.Duration { return time.Duration(lastBoot.Load()) }
+
+func progress(cfg Config, format string, args ...any) {
+	if cfg.Progress != nil {
+		fmt.Fprintf(cfg.Progress, format+"\n", args...)
+	}
+}
+
+// Run boots the VM, runs cfg.Command, streams its output and returns its exit
+// code. err is non-nil only when the VM itself failed (it then carries the
+// tail of the console log) or ctx was cancelled (QEMU is killed).
+func Run(ctx context.Context, cfg Config) (int, error) {
+	if len(cfg.Command) == 0 || !filepath.IsAbs(cfg.Command[0]) {
+		return -1, fmt.Errorf("labvm: Command must start with an absolute path, got %q", cfg.Command)
+	}
+	if fi, err := os.Stat(cfg.WorkDir); err != nil || !fi.IsDir() || !filepath.IsAbs(cfg.WorkDir) {
+		return -1, fmt.Errorf("labvm: WorkDir %q must be an existing absolute directory", cfg.WorkDir)
+	}
+	if err := need("qemu-system-x86_64", "qemu-system-x86"); err != nil {
+		return -1, err
+	}
+	k, initrd, err := ensure(ctx, cfg)
+	if err != nil {
+		return -1, err
+	}
+	accel, err := chooseAccel(ctx, cfg, k, initrd)
+	if err != nil {
+		return -1, err
+	}
+
+	ctl, err := os.MkdirTemp("", "labvm-")
+	if err != nil {
+		return -1, err
+	}
+	defer os.RemoveAll(ctl)
+	script, err := runScript(cfg)
+	if err != nil {
+		return -1, err
+	}
+	for name, data := range map[string]string{
+		"config": "WORKDIR=" + shQuote(filepath.Clean(cfg.WorkDir)) + "\n",
+		"run.sh": script, "stdout": "", "stderr": "",
+	} {
+		if err := os.WriteFile(filepath.Join(ctl, name), []byte(data), 0o644); err != nil {
+			return -1, err
+		}
+	}
+
+	mem := cfg.MemoryMB
+	if mem <= 0 {
+		mem = 1024
+	}
+	shares := []string{
+		"local,path=/,mount_tag=hostroot,security_model=passthrough,readonly=on,multidevs=remap",
+		"local,path=" + qemuEscape(ctl) + ",mount_tag=labctl,security_model=passthrough",
+		"local,path=" + qemuEscape(cfg.WorkDir) + ",mount_tag=labwork,security_model=passthrough,multidevs=remap",
+	}
+	progress(cfg, "labvm: booting (%s)", accel)
+	lastBoot.Store(0)
+	v, err := startVM(ctx, cfg, k, initrd, accel, mem, "", shares)
+	if err != nil {
+		return -1, err
+	}
+	// Output files in the labctl share are written synchronously by the guest
+	// (9p, no cache), so tailing them loses nothing, even at power-off.
+	// One lock for both, as Stdout and Stderr may be the same writer.
+	var wg sync.WaitGroup
+	var outMu sync.Mutex
+	stop := make(chan struct{})
+	for _, s := range []struct {
+		name string
+		w    io.Writer
+	}{{"stdout", cfg.Stdout}, {"stderr", cfg.Stderr}} {
+		wg.Add(1)
+		go func() { defer wg.Done(); tail(filepath.Join(ctl, s.name), s.w, &outMu, stop) }()
+	}
+
+	// Wait for QEMU; if it lingers after the exit code was written, kill it.
+	rcFile := filepath.Join(ctl, "rc")
+	var rcSeen time.Time
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	marker := v.marker
+	booted := func() {
+		d := v.markedAt.Sub(v.started)
+		lastBoot.Store(int64(d))
+		progress(cfg, "labvm: boot %.1fs (%s)", d.Seconds(), accel)
+		marker = nil
+	}
+wait:
+	for {
+		select {
+		case <-marker:
+			booted()
+		case <-v.exited:
+			if marker != nil && !v.markedAt.IsZero() {
+				booted() // QEMU ended right after the marker
+			}
+			break wait
+		case <-tick.C:
+			if rcSeen.IsZero() {
+				if _, err := os.Stat(rcFile); err == nil {
+					rcSeen = time.Now()
+				}
+			} else if time.Since(rcSeen) > 15*time.Second {
+				v.cmd.Process.Kill()
+			}
+		}
+	}
+	close(stop)
+	wg.Wait()
+
+	if ctx.Err() != nil {
+		return -1, fmt.Errorf("labvm: %w", ctx.Err())
+	}
+	b, err := os.ReadFile(rcFile)
+	if err == nil {
+		if rc, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			return rc, nil
+		}
+	}
+	return -1, fmt.Errorf("labvm: VM ended without the command's exit code (qemu: %v); console tail (%s):\n%s",
+		v.err, filepath.Join(cfg.CacheDir, "console.log"), v.consoleTail())
+}
+
+var envKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// runScript is what the guest's chroot shell runs: environment, cwd, command.
+func runScript(cfg Config) (string, error) {
+	var b strings.Builder
+	b.WriteString("cd " + shQuote(filepath.Clean(cfg.WorkDir)) + " || exit 126\n")
+	env := append([]string{
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"HOME=/root", "LANG=C.UTF-8",
+	}, cfg.Env...)
+	for _, kv := range append(env, "LABVM=1") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || !envKey.MatchString(k) {
+			return "", fmt.Errorf("labvm: bad Env entry %q", kv)
+		}
+		b.WriteString("export " + k + "=" + shQuote(v) + "\n")
+	}
+	b.WriteString("exec")
+	for _, a := range cfg.Command {
+		b.WriteString(" " + shQuote(a))
+	}
+	b.WriteString("\n")
+	return b.String(), nil
+}
+
+// qemuEscape escapes commas, QEMU's option separator.
+func qemuEscape(s string) string { return strings.ReplaceAll(s, ",", ",,") }
+
+func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// tail copies path to w as it grows until stop is closed, then drains it.
+func tail(path string, w io.Writer, mu *sync.Mutex, stop <-chan struct{}) {
+	if w == nil {
+		w = io.Discard
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	stopped := false
+	for {
+		n, err := f.Read(buf)
+		if n > 0 {
+			mu.Lock()
+			w.Write(buf[:n])
+			mu.Unlock()
+			continue
+		}
+		if err != nil && err != io.EOF || stopped {
+			return
+		}
+		select {
+		case <-stop:
+			stopped = true // one more pass to EOF
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// vm is a running QEMU whose serial console goes to CacheDir/console.log.
+type vm struct {
+	cmd      *exec.Cmd
+	started  time.Time
+	marker   chan struct{} // closed when the console shows the marker line
+	markedAt time.Time
+	exited   chan struct{} // closed after QEMU exited and the console was read
+	err      error         // QEMU's exit status
+
+	mu   sync.Mutex
+	last []string // console tail
+}
+
+func (v *vm) consoleTail() string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return strings.Join(v.last, "\n")
+}
+
+// startVM starts QEMU. extraAppend is added to the kernel command line; the
+// marker awaited is markerProbe when extraAppend asks for a probe.
+func startVM(ctx context.Context, cfg Config, k KernelInfo, initrd, accel string, mem int, extraAppend string, shares []string) (*vm, error) {
+	cpu := "max"
+	if accel == "kvm" {
+		cpu = "host"
+	}
+	// LABVM_APPEND adds kernel parameters when debugging (e.g. "loglevel=7").
+	appendLine := strings.TrimSpace("console=ttyS0 quiet panic=-1 rdinit=/init acpi=noirq cryptomgr.notests " + extraAppend + " " + os.Getenv("LABVM_APPEND"))
+	args := []string{
+		"-accel", accel, "-cpu", cpu, "-m", strconv.Itoa(mem), "-smp", "1",
+		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+		"-serial", "stdio",
+		"-kernel", k.Vmlinux, "-initrd", initrd, "-append", appendLine,
+	}
+	for _, s := range shares {
+		args = append(args, "-virtfs", s)
+	}
+	marker := markerStart
+	if extraAppend != "" {
+		marker = markerProbe
+	}
+
+	// Written under a unique name and renamed to console.log at the end, so
+	// that concurrent VMs do not interleave their logs.
+	logf, err := os.CreateTemp(cfg.CacheDir, "console-*.log")
+	if err != nil {
+		return nil, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		logf.Close()
+		os.Remove(logf.Name())
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, "qemu-system-x86_64", args...)
+	cmd.Stdout, cmd.Stderr = w, w // console and QEMU's own errors
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	v := &vm{cmd: cmd, marker: make(chan struct{}), exited: make(chan struct{})}
+	v.started = time.Now()
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		r.Close()
+		logf.Close()
+		os.Remove(logf.Name())
+		return nil, fmt.Errorf("labvm: start qemu: %w", err)
+	}
+
+	consoleDone := make(chan struct{})
+	go func() {
+		defer close(consoleDone)
+		defer os.Rename(logf.Name(), filepath.Join(cfg.CacheDir, "console.log"))
+		defer logf.Close()
+		defer r.Close()
+		br := bufio.NewReader(r)
+		for {
+			line, err := br.ReadString('\n')
+			logf.WriteString(line)
+			if l := strings.TrimRight(line, "\r\n"); l != "" {
+				if strings.Contains(l, marker) && v.markedAt.IsZero() {
+					v.markedAt = time.Now()
+					close(v.marker)
+				}
+				v.mu.Lock()
+				if v.last = append(v.last, l); len(v.last) > 40 {
+					v.last = v.last[1:]
+				}
+				v.mu.Unlock()
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	go func() {
+		v.err = cmd.Wait()
+		<-consoleDone
+		close(v.exited)
+	}()
+	return v, nil
+}
+
+// Variables so that tests can fake a KVM host.
+var (
+	kvmDevice    = "/dev/kvm"
+	probeTimeout = 20 * time.Second
+)
+
+// chooseAccel returns "kvm" when KVM really works, else "tcg". The verdict of
+// the boot probe is cached per host kernel release; LABVM_ACCEL overrides.
+func chooseAccel(ctx context.Context, cfg Config, k KernelInfo, initrd string) (string, error) {
+	switch a := os.Getenv("LABVM_ACCEL"); a {
+	case "kvm", "tcg":
+		return a, nil
+	case "":
+	default:
+		return "", fmt.Errorf("labvm: LABVM_ACCEL=%q, want kvm or tcg", a)
+	}
+	f, err := os.OpenFile(kvmDevice, os.O_RDWR, 0)
+	if err != nil {
+		return "tcg", nil
+	}
+	f.Close()
+	hostRel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	cache := filepath.Join(cfg.CacheDir, "accel-"+strings.TrimSpace(string(hostRel)))
+	if b, err := os.ReadFile(cache); err == nil {
+		if a := strings.TrimSpace(string(b)); a == "kvm" || a == "tcg" {
+			return a, nil
+		}
+	}
+	progress(cfg, "labvm: probing KVM (once per host kernel)")
+	verdict, err := probeKVM(ctx, cfg, k, initrd)
+	if err != nil {
+		return "", err
+	}
+	progress(cfg, "labvm: KVM probe says %s", verdict)
+	return verdict, writeAtomic(cache, []byte(verdict+"\n"), 0o644)
+}
+
+// probeKVM boots a KVM guest that only prints a marker: a KVM that hangs at the
+// first guest instructions (seen on nested hosts) never gets there.
+func probeKVM(ctx context.Context, cfg Config, k KernelInfo, initrd string) (string, error) {
+	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	v, err := startVM(pctx, cfg, k, initrd, "kvm", 256, "labvm.probe", nil)
+	if err != nil {
+		return "", err
+	}
+	verdict := "tcg"
+	select {
+	case <-v.marker:
+		verdict = "kvm"
+	case <-v.exited:
+	case <-pctx.Done():
+	}
+	cancel()
+	<-v.exited
+	if ctx.Err() != nil {
+		return "", fmt.Errorf("labvm: %w", ctx.Err())
+	}
+	return verdict, nil
+}

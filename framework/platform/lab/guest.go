@@ -1,0 +1,270 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+
+	"github.com/cozystack/vlan-conformance/framework/cni"
+	"github.com/cozystack/vlan-conformance/framework/evidence"
+	"github.com/cozystack/vlan-conformance/framework/fabric"
+	"github.com/cozystack/vlan-conformance/framework/nsexec"
+	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/probe"
+)
+
+// The pod network as the guest sees it: a stand-in for the cluster network,
+// which only has to carry the guest's default route (the guide's dual-homed
+// VM). Addresses from the documentation range 192.0.2.0/24.
+var (
+	podNetGuest  = netip.MustParsePrefix("192.0.2.10/24")
+	podNetRouter = netip.MustParsePrefix("192.0.2.1/24")
+)
+
+const (
+	podNIC  = "enp1s0" // first NIC: pod network
+	vlanNIC = "enp2s0" // second NIC: the VLAN, as the guide's netplan names it
+)
+
+// guest is a VM in the lab: a virt-launcher pod netns and a guest netns.
+type guest struct {
+	lab        *Lab
+	spec       platform.VMSpec
+	node       *node
+	pod, vm    *fabric.Namespace
+	mac        net.HardwareAddr
+	attachment platform.Attachment
+	cniAtt     []cni.Attachment
+}
+
+func startGuest(ctx context.Context, l *Lab, spec platform.VMSpec) (_ *guest, err error) {
+	n, ok := spec.Node.(*node)
+	if !ok || n == nil {
+		return nil, fmt.Errorf("VM %s: no lab node given", spec.Name)
+	}
+	g := &guest{lab: l, spec: spec, node: n}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, g.destroy(ctx))
+		}
+	}()
+	if g.pod, err = fabric.NewNamespace("pod-" + spec.Name); err != nil {
+		return nil, err
+	}
+	if g.vm, err = fabric.NewNamespace("vm-" + spec.Name); err != nil {
+		return nil, err
+	}
+	vmFd, err := netns.GetFromPath(g.vm.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer vmFd.Close()
+	if err := g.podNetwork(vmFd); err != nil {
+		return nil, fmt.Errorf("pod network: %w", err)
+	}
+	if len(spec.Networks) != 1 {
+		return nil, fmt.Errorf("VM %s: the lab attaches exactly one secondary network, got %v", spec.Name, spec.Networks)
+	}
+	nadName := spec.Networks[0]
+	conf, err := l.nad(spec.Namespace, nadName)
+	if err != nil {
+		return nil, err
+	}
+	att := cni.Attachment{
+		NADNamespace: spec.Namespace, NADName: nadName, Config: conf,
+		PodNamespace: spec.Namespace, PodName: "virt-launcher-" + spec.Name,
+		ContainerID: "vcf-" + spec.Name, Netns: g.pod.Path, IfName: "net1", MAC: spec.MAC,
+	}
+	rt := l.cniRuntime(n)
+	var ips []netip.Prefix
+	err = nsexec.Do(n.fab.Netns, func() error {
+		res, err := rt.Add(ctx, att)
+		if err != nil {
+			return err
+		}
+		ips = cni.IPs(res)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("attach %s/%s on %s: %w", spec.Namespace, nadName, n.Name(), err)
+	}
+	g.cniAtt = append(g.cniAtt, att)
+	if g.attachment, err = g.readAttachment(nadName, ips); err != nil {
+		return nil, err
+	}
+	if g.mac, err = newLauncher(g.pod.Handle, g.pod.Path, "net1").bind(int(vmFd), vlanNIC); err != nil {
+		return nil, fmt.Errorf("bridge binding: %w", err)
+	}
+	if err := applyCloudInit(g.vm.Handle, spec.CloudInit); err != nil {
+		return nil, fmt.Errorf("cloud-init: %w", err)
+	}
+	return g, nil
+}
+
+// podNetwork gives the guest its first NIC with the default route.
+func (g *guest) podNetwork(vmFd netns.NsHandle) error {
+	h := g.pod.Handle
+	v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "eth0-vm"}, PeerName: podNIC, PeerNamespace: netlink.NsFd(vmFd)}
+	if err := h.LinkAdd(v); err != nil {
+		return err
+	}
+	if err := upWithAddr(h, "eth0-vm", podNetRouter); err != nil {
+		return err
+	}
+	if err := upWithAddr(g.vm.Handle, podNIC, podNetGuest); err != nil {
+		return err
+	}
+	l, err := g.vm.Handle.LinkByName(podNIC)
+	if err != nil {
+		return err
+	}
+	// As a DHCP lease on the pod NIC would install it.
+	return g.vm.Handle.RouteAdd(&netlink.Route{LinkIndex: l.Attrs().Index, Gw: podNetRouter.Addr().AsSlice(), Priority: 100})
+}
+
+func upWithAddr(h *netlink.Handle, name string, p netip.Prefix) error {
+	l, err := h.LinkByName(name)
+	if err != nil {
+		return err
+	}
+	if err := h.AddrAdd(l, &netlink.Addr{IPNet: ipnet(p)}); err != nil {
+		return err
+	}
+	return h.LinkSetUp(l)
+}
+
+// readAttachment records the pod interface right after CNI ADD, before the
+// launcher rebinds it.
+func (g *guest) readAttachment(nad string, ips []netip.Prefix) (platform.Attachment, error) {
+	a := platform.Attachment{NAD: nad, PodInterface: "net1", CNIResultIPs: ips}
+	l, err := g.pod.Handle.LinkByName("net1")
+	if err != nil {
+		return a, fmt.Errorf("CNI ADD left no net1 in the pod: %w", err)
+	}
+	a.MTU = l.Attrs().MTU
+	addrs, err := g.pod.Handle.AddrList(l, netlink.FAMILY_V4)
+	if err != nil {
+		return a, err
+	}
+	for _, ad := range addrs {
+		a.PodIPv4 = append(a.PodIPv4, prefixOf(ad.IPNet))
+	}
+	return a, nil
+}
+
+func prefixOf(n *net.IPNet) netip.Prefix {
+	a, _ := netip.AddrFromSlice(n.IP)
+	ones, _ := n.Mask.Size()
+	return netip.PrefixFrom(a.Unmap(), ones)
+}
+
+// destroy runs CNI DEL and deletes the pod and guest namespaces.
+func (g *guest) destroy(ctx context.Context) error {
+	var errs []error
+	rt := g.lab.cniRuntime(g.node)
+	for _, a := range g.cniAtt {
+		errs = append(errs, nsexec.Do(g.node.fab.Netns, func() error { return rt.Del(ctx, a) }))
+	}
+	g.cniAtt = nil
+	for _, ns := range []*fabric.Namespace{g.vm, g.pod} {
+		if ns != nil {
+			errs = append(errs, ns.Delete())
+		}
+	}
+	g.vm, g.pod = nil, nil
+	return errors.Join(errs...)
+}
+
+func (g *guest) Name() string                    { return g.spec.Name }
+func (g *guest) Node() platform.Node             { return g.node }
+func (g *guest) MAC() net.HardwareAddr           { return g.mac }
+func (g *guest) VLANInterface() string           { return vlanNIC }
+func (g *guest) Attachment() platform.Attachment { return g.attachment }
+func (g *guest) Spec() platform.VMSpec           { return g.spec }
+func (g *guest) VLANPoint() evidence.Point {
+	return evidence.Point{Netns: g.vm.Path, Iface: vlanNIC, Label: "guest " + g.spec.Name + " " + vlanNIC}
+}
+
+func (g *guest) Addresses(_ context.Context, iface string) ([]netip.Prefix, error) {
+	l, err := g.vm.Handle.LinkByName(iface)
+	if err != nil {
+		return nil, err
+	}
+	addrs, err := g.vm.Handle.AddrList(l, netlink.FAMILY_V4)
+	if err != nil {
+		return nil, err
+	}
+	var out []netip.Prefix
+	for _, a := range addrs {
+		out = append(out, prefixOf(a.IPNet))
+	}
+	return out, nil
+}
+
+func (g *guest) MTU(_ context.Context, iface string) (int, error) {
+	l, err := g.vm.Handle.LinkByName(iface)
+	if err != nil {
+		return 0, err
+	}
+	return l.Attrs().MTU, nil
+}
+
+func (g *guest) Routes(_ context.Context) ([]platform.Route, error) {
+	rs, err := g.vm.Handle.RouteList(nil, netlink.FAMILY_V4)
+	if err != nil {
+		return nil, err
+	}
+	var out []platform.Route
+	for _, r := range rs {
+		pr := platform.Route{Dst: netip.MustParsePrefix("0.0.0.0/0"), Scope: r.Scope.String()}
+		if r.Dst != nil {
+			pr.Dst = prefixOf(r.Dst)
+		}
+		if gw, ok := netip.AddrFromSlice(r.Gw); ok {
+			pr.Gw = gw.Unmap()
+		}
+		if l, err := g.vm.Handle.LinkByIndex(r.LinkIndex); err == nil {
+			pr.Iface = l.Attrs().Name
+		}
+		out = append(out, pr)
+	}
+	return out, nil
+}
+
+func (g *guest) Ping(ctx context.Context, dst netip.Addr, opts ...platform.PingOption) (platform.PingResult, error) {
+	return probe.Ping(ctx, g.vm.Path, dst, opts...)
+}
+
+func (g *guest) vlanAddr() (netip.Addr, error) {
+	addrs, err := g.Addresses(context.Background(), vlanNIC)
+	if err != nil || len(addrs) == 0 {
+		return netip.Addr{}, fmt.Errorf("guest %s has no address on %s (%v)", g.spec.Name, vlanNIC, err)
+	}
+	return addrs[0].Addr(), nil
+}
+
+func (g *guest) ARPProbe(_ context.Context, ip netip.Addr, timeout time.Duration) (net.HardwareAddr, error) {
+	src, err := g.vlanAddr()
+	if err != nil {
+		return nil, err
+	}
+	return probe.ARPProbe(g.vm.Path, vlanNIC, src, ip, timeout)
+}
+
+func (g *guest) AnnounceGARP(_ context.Context) error {
+	src, err := g.vlanAddr()
+	if err != nil {
+		return err
+	}
+	return probe.GratuitousARP(g.vm.Path, vlanNIC, src)
+}
+
+func (g *guest) Neighbor(_ context.Context, ip netip.Addr) (platform.Neighbor, error) {
+	return neighbor(g.vm.Handle, vlanNIC, ip)
+}

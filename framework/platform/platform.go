@@ -1,0 +1,235 @@
+// Package platform is what specs see: a few interfaces named after what they
+// model (a platform with nodes and a gateway, guests on a VLAN, capture
+// points). The lab tier (platform/lab) implements them with network
+// namespaces and the real CNI plugins; the cluster tier with kind, Multus and
+// KubeVirt. Specs never learn which one they run on.
+package platform
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/evidence"
+)
+
+// ErrNotObservable is returned for an observation a tier cannot make (for
+// example, the suite cannot drive a vendor's real gateway). Specs skip with it.
+var ErrNotObservable = errors.New("not observable on this platform")
+
+// Platform is one place the specs run: its nodes, the upstream gateway, and
+// the VMs it starts.
+type Platform interface {
+	Name() string
+	Config() *config.Config
+	// Nodes by role: the guide's bridge nodes (br100 over uplink.100), and a
+	// node provisioned the way macvlan users do (address on uplink.100).
+	BridgeNodes() []Node
+	MacvlanNode() Node
+	Gateway() Gateway
+	// Trunk is where the node's VLAN traffic leaves it, tagged (the veth
+	// trunk in the lab, the real uplink in vendor mode).
+	Trunk(n Node) evidence.Point
+	// ApplyNAD creates a NetworkAttachmentDefinition in a namespace.
+	ApplyNAD(ctx context.Context, namespace string, nad NAD) error
+	// StartVM starts a VM as the vm-instance chart renders it and waits until
+	// its guest has applied its cloud-init.
+	StartVM(ctx context.Context, spec VMSpec) (Guest, error)
+	// RecreateVM deletes the VM and creates it again from the same spec, as a
+	// user deleting and re-applying the VM object would.
+	RecreateVM(ctx context.Context, g Guest) (Guest, error)
+	DeleteVM(ctx context.Context, g Guest) error
+	// Dump writes the state of every namespace/node the platform made (links,
+	// addresses, routes, neighbours, FDB) into dir, for failed specs.
+	Dump(ctx context.Context, dir string) error
+	// Close removes everything the platform created.
+	Close(ctx context.Context) error
+}
+
+// Node is a Kubernetes node: a netns in the lab, a kind node container or a
+// real machine in a cluster.
+type Node interface {
+	Name() string
+	// CNIBinDir is the node's /opt/cni/bin as the CNI runtime sees it.
+	CNIBinDir() string
+	// Address is the node's own address on the VLAN (br100 per the guide, or
+	// the parent interface on a macvlan node).
+	Address() netip.Prefix
+	// ParentPoint is the VLAN sub-interface (uplink.100) on the node.
+	ParentPoint() evidence.Point
+	Ping(ctx context.Context, dst netip.Addr, opts ...PingOption) (PingResult, error)
+	// WithoutPlugin removes a plugin from the node's CNIBinDir until restore.
+	WithoutPlugin(ctx context.Context, plugin string) (restore func() error, err error)
+}
+
+// Gateway is the upstream router on the VLAN.
+type Gateway interface {
+	Address() netip.Addr
+	Ping(ctx context.Context, dst netip.Addr, opts ...PingOption) (PingResult, error)
+	Neighbor(ctx context.Context, ip netip.Addr) (Neighbor, error)
+	// OtherVLANPoint is the gateway's interface on the second VLAN.
+	OtherVLANPoint() evidence.Point
+	OtherVLANAddress() netip.Addr
+	// NeighTimers reports the gateway's neighbour-table timers.
+	NeighTimers(ctx context.Context) (NeighTimers, error)
+}
+
+// Guest is a running VM as seen from inside (its console in a cluster).
+type Guest interface {
+	Name() string
+	Node() Node
+	// MAC of the VLAN NIC as the guest sees it (= VMI status in a cluster).
+	MAC() net.HardwareAddr
+	// VLANInterface is the guest's name for its VLAN NIC, found by MAC.
+	VLANInterface() string
+	Addresses(ctx context.Context, iface string) ([]netip.Prefix, error)
+	Routes(ctx context.Context) ([]Route, error)
+	MTU(ctx context.Context, iface string) (int, error)
+	Ping(ctx context.Context, dst netip.Addr, opts ...PingOption) (PingResult, error)
+	// ARPProbe asks for ip on the VLAN NIC and returns the MAC that answered.
+	ARPProbe(ctx context.Context, ip netip.Addr, timeout time.Duration) (net.HardwareAddr, error)
+	// AnnounceGARP sends a gratuitous ARP for the guest's VLAN address.
+	AnnounceGARP(ctx context.Context) error
+	Neighbor(ctx context.Context, ip netip.Addr) (Neighbor, error)
+	// VLANPoint is the guest's VLAN NIC as a capture point.
+	VLANPoint() evidence.Point
+	// Attachment is what the CNI plugin handed to the pod for this VLAN.
+	Attachment() Attachment
+	Spec() VMSpec
+}
+
+// Attachment records the pod side of a secondary network right after CNI ADD.
+type Attachment struct {
+	NAD          string
+	PodInterface string
+	CNIResultIPs []netip.Prefix // IPs in the CNI result
+	PodIPv4      []netip.Prefix // IPv4 addresses the pod interface carried
+	MTU          int
+}
+
+// NAD is a NetworkAttachmentDefinition.
+type NAD struct {
+	Name   string
+	Config string // spec.config JSON, verbatim
+}
+
+// VMSpec is the subset of vm-instance values the suite varies.
+type VMSpec struct {
+	Name      string
+	Namespace string
+	Node      Node
+	Networks  []string // NAD names, as in vm-instance's networks: [{name: ...}]
+	CloudInit string   // userData
+	MAC       string   // pinned MAC of the VLAN NIC ("" = generated)
+}
+
+// Route is one entry of the guest's routing table.
+type Route struct {
+	Dst   netip.Prefix // 0.0.0.0/0 for the default route
+	Gw    netip.Addr
+	Iface string
+	Scope string // "link" for connected, "universe" otherwise
+}
+
+// Neighbor is one neighbour-table entry.
+type Neighbor struct {
+	IP    netip.Addr
+	MAC   net.HardwareAddr
+	State string // REACHABLE, STALE, DELAY, PROBE, FAILED, INCOMPLETE, PERMANENT, NOARP, or "" when absent
+}
+
+// NeighTimers are the neighbour-table settings that bound how long a stale
+// entry can survive (net.ipv4.neigh.<if>.*).
+type NeighTimers struct {
+	BaseReachable   time.Duration
+	DelayFirstProbe time.Duration
+	RetransTime     time.Duration
+	UcastSolicit    int
+	GCStaleTime     time.Duration
+}
+
+// PingResult is what one ping run observed.
+type PingResult struct {
+	Sent, Received int
+	Replies        []time.Time
+	Err            error // a local send error (e.g. EMSGSIZE), nil otherwise
+}
+
+// Succeeded reports whether at least one reply came back.
+func (r PingResult) Succeeded() bool { return r.Received > 0 }
+
+// PingOptions tune a ping.
+type PingOptions struct {
+	Count    int
+	Interval time.Duration
+	Timeout  time.Duration // per reply
+	Size     int           // ICMP payload bytes
+	DontFrag bool
+	Iface    string // bind to this interface
+}
+
+type PingOption func(*PingOptions)
+
+func WithCount(n int) PingOption              { return func(o *PingOptions) { o.Count = n } }
+func WithInterval(d time.Duration) PingOption { return func(o *PingOptions) { o.Interval = d } }
+func WithTimeout(d time.Duration) PingOption  { return func(o *PingOptions) { o.Timeout = d } }
+func WithPayload(n int) PingOption            { return func(o *PingOptions) { o.Size = n } }
+func WithDontFragment() PingOption            { return func(o *PingOptions) { o.DontFrag = true } }
+func ViaInterface(name string) PingOption     { return func(o *PingOptions) { o.Iface = name } }
+
+// NewPingOptions applies opts over the defaults (3 probes, 200 ms apart, 1 s
+// timeout, 56 bytes).
+func NewPingOptions(opts ...PingOption) PingOptions {
+	o := PingOptions{Count: 3, Interval: 200 * time.Millisecond, Timeout: time.Second, Size: 56}
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
+// The platform of a run is built on first use, so specs that need no
+// network (the stager's) run even where the fabric cannot be built.
+type facade struct {
+	Platform
+	cfg   *config.Config
+	build func(context.Context) (Platform, error)
+	err   error
+}
+
+func (f *facade) Config() *config.Config { return f.cfg }
+
+var current *facade
+
+// Configure installs the run's configuration and how to build its platform;
+// the suite's main calls it before any spec runs.
+func Configure(cfg *config.Config, build func(context.Context) (Platform, error)) {
+	current = &facade{cfg: cfg, build: build}
+}
+
+// Current is the platform of this run. Its Config is always available; the
+// rest only after Ready.
+func Current() Platform { return current }
+
+// Ready builds the platform once (fabric, nodes, gateway) and returns it.
+func Ready(ctx context.Context) (Platform, error) {
+	if current.Platform == nil && current.err == nil {
+		current.Platform, current.err = current.build(ctx)
+	}
+	if current.err != nil {
+		return nil, current.err
+	}
+	return current, nil
+}
+
+// Shutdown removes what the platform created, if it was built.
+func Shutdown(ctx context.Context) error {
+	if current == nil || current.Platform == nil {
+		return nil
+	}
+	p := current.Platform
+	current.Platform = nil
+	return p.Close(ctx)
+}

@@ -1,0 +1,341 @@
+package stager
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Options parameterise a Lab (from the suite's flags).
+type Options struct {
+	Manifest     string // --stager-manifest
+	ImageRelease string // --plugin-dir: the release the multus image carries
+	OlderRelease string // --old-plugin-dir: an older release, for node layouts
+	WorkDir      string // --work-dir ("" = the system temp dir)
+}
+
+// Lab builds node directories and images from scenarios and runs the
+// subject against them. Close removes everything it made.
+type Lab struct {
+	Subject  Subject
+	Security Security
+	image    string // abs release dirs
+	older    string
+	dir      string
+	cat      *catalog
+	nodes    []*Node
+}
+
+// NewLab reads the subject from the manifest and hashes the releases.
+func NewLab(o Options) (*Lab, error) {
+	if os.Geteuid() != 0 {
+		return nil, errors.New("the container-less stager run needs root (mount namespace, binds, chroot)")
+	}
+	subj, err := LoadSubject(o.Manifest)
+	if err != nil {
+		return nil, err
+	}
+	sec, err := subj.Security()
+	if err != nil {
+		return nil, err
+	}
+	l := &Lab{Subject: subj, Security: sec}
+	if l.image, err = filepath.Abs(o.ImageRelease); err != nil {
+		return nil, err
+	}
+	if l.older, err = filepath.Abs(o.OlderRelease); err != nil {
+		return nil, err
+	}
+	if l.cat, err = catalogOf(l.image, l.older); err != nil {
+		return nil, err
+	}
+	if l.cat.version[l.image] == l.cat.version[l.older] {
+		return nil, fmt.Errorf("--plugin-dir and --old-plugin-dir both hold %s: the layouts need an older release", l.cat.version[l.image])
+	}
+	base := o.WorkDir
+	if base == "" {
+		base = os.TempDir()
+	}
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return nil, err
+	}
+	if l.dir, err = os.MkdirTemp(base, "stager-cni-*"); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// ImageVersion is the release the image carries (e.g. v1.9.1).
+func (l *Lab) ImageVersion() string { return l.cat.version[l.image] }
+
+// OlderVersion is the older release layouts use (e.g. v1.6.2).
+func (l *Lab) OlderVersion() string { return l.cat.version[l.older] }
+
+// ImageHash is the content hash of the image's copy of plugin.
+func (l *Lab) ImageHash(plugin string) string {
+	return l.cat.byName[l.ImageVersion()+"/"+plugin]
+}
+
+// OlderHash is the content hash of the older release's copy of plugin.
+func (l *Lab) OlderHash(plugin string) string {
+	return l.cat.byName[l.OlderVersion()+"/"+plugin]
+}
+
+// Close closes every node still open and removes the lab's directory.
+func (l *Lab) Close() error {
+	var errs []error
+	for _, n := range l.nodes {
+		errs = append(errs, n.Close())
+	}
+	l.nodes = nil
+	if l.dir != "" {
+		errs = append(errs, os.RemoveAll(l.dir))
+	}
+	return errors.Join(errs...)
+}
+
+// Node is one prepared scenario: a node directory standing for the node's
+// /opt/cni/bin, and the image the subject will see.
+type Node struct {
+	Scenario Scenario
+	// Dir is the node's /opt/cni/bin as the node (and the suite) sees it.
+	Dir       string
+	base      string
+	imageDir  string // holds cni-plugins/ unless the image has none
+	tmpfs     bool
+	immutable []string
+	closed    bool
+}
+
+// patchMarker is appended to an image copy to make a locally patched plugin.
+const patchMarker = "\n# locally patched on this node\n"
+
+// standIn is the content of a foreign plugin's stand-in.
+func standIn(name string) []byte {
+	return []byte("#!/bin/sh\n# lab stand-in for " + name + ", a CNI plugin that is not an upstream reference plugin\nexit 0\n")
+}
+
+// Prepare builds the scenario's node directory and image. The caller must
+// Close the node (Lab.Close does it too).
+func (l *Lab) Prepare(sc Scenario) (*Node, error) {
+	if sc.Name == "" || strings.ContainsAny(sc.Name, "/ ") {
+		return nil, fmt.Errorf("scenario name %q: want a short name without slashes or spaces", sc.Name)
+	}
+	n := &Node{Scenario: sc, base: filepath.Join(l.dir, sc.Name)}
+	if err := os.Mkdir(n.base, 0o755); err != nil {
+		return nil, err
+	}
+	l.nodes = append(l.nodes, n)
+	n.Dir = filepath.Join(n.base, "node", "opt", "cni", "bin")
+	if err := os.MkdirAll(n.Dir, 0o755); err != nil {
+		return n, err
+	}
+	full := int64(-1)
+	for _, f := range sc.Faults {
+		if f.Kind == FullFileSystem {
+			full = f.Bytes
+		}
+	}
+	if full >= 0 {
+		if err := unix.Mount("stager-cni-node", n.Dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
+			return n, fmt.Errorf("mount a tmpfs at %s: %w", n.Dir, err)
+		}
+		n.tmpfs = true
+	}
+	if err := l.populate(n.Dir, sc.Layout); err != nil {
+		return n, err
+	}
+	if full >= 0 {
+		// Shrink the tmpfs to what the layout uses plus the free space asked for.
+		var st unix.Statfs_t
+		if err := unix.Statfs(n.Dir, &st); err != nil {
+			return n, err
+		}
+		used := int64(st.Blocks-st.Bfree) * st.Bsize
+		if err := unix.Mount("stager-cni-node", n.Dir, "tmpfs", unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%d", used+full)); err != nil {
+			return n, fmt.Errorf("shrink the tmpfs at %s to %d bytes: %w", n.Dir, used+full, err)
+		}
+	}
+	if err := l.buildImage(n, sc); err != nil {
+		return n, err
+	}
+	for _, f := range sc.Faults {
+		if err := n.inject(f); err != nil {
+			return n, fmt.Errorf("inject %s: %w", f, err)
+		}
+	}
+	return n, nil
+}
+
+func (l *Lab) populate(dir string, lay Layout) error {
+	for _, f := range lay.Files {
+		dst := filepath.Join(dir, f.Name)
+		plugin := f.Plugin
+		if plugin == "" {
+			plugin = f.Name
+		}
+		var err error
+		switch f.From {
+		case FromImage:
+			err = copyFile(filepath.Join(l.image, plugin), dst, 0o755)
+		case FromOlder:
+			err = copyFile(filepath.Join(l.older, plugin), dst, 0o755)
+		case FromImagePatched:
+			if err = copyFile(filepath.Join(l.image, plugin), dst, 0o755); err == nil {
+				err = appendFile(dst, []byte(patchMarker))
+			}
+		case FromStandIn:
+			err = os.WriteFile(dst, standIn(f.Name), 0o755)
+		case FromDirectory:
+			err = os.Mkdir(dst, 0o755)
+		default:
+			err = fmt.Errorf("from %q unknown", f.From)
+		}
+		if err != nil {
+			return fmt.Errorf("layout %s: %s: %w", lay.Name, f.Name, err)
+		}
+	}
+	return nil
+}
+
+// buildImage copies every plugin of the image release to <base>/image/cni-plugins
+// (a copy, not a bind of bin/: the subject may move or chmod what it finds).
+func (l *Lab) buildImage(n *Node, sc Scenario) error {
+	n.imageDir = filepath.Join(n.base, "image")
+	if err := os.Mkdir(n.imageDir, 0o755); err != nil {
+		return err
+	}
+	if sc.Image == ImageWithoutPluginsDir {
+		return nil
+	}
+	dst := filepath.Join(n.imageDir, "cni-plugins")
+	if err := os.Mkdir(dst, 0o755); err != nil {
+		return err
+	}
+	if sc.Image == ImageWithEmptyPluginsDir {
+		return nil
+	}
+	ents, err := os.ReadDir(l.image)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		if err := copyFile(filepath.Join(l.image, e.Name()), filepath.Join(dst, e.Name()), 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (n *Node) inject(f Fault) error {
+	switch f.Kind {
+	case FullFileSystem:
+		return nil // mounted before the layout was written
+	case DirectoryAtDestination:
+		return os.Mkdir(filepath.Join(n.Dir, f.Plugin), 0o755)
+	case UnreadableSource:
+		p := filepath.Join(n.imageDir, "cni-plugins", f.Plugin)
+		if _, err := os.Stat(p); err != nil {
+			return err
+		}
+		return os.Chmod(p, 0)
+	case ImmutableDestination:
+		p := filepath.Join(n.Dir, f.Plugin)
+		if err := setImmutable(p, true); err != nil {
+			return err
+		}
+		n.immutable = append(n.immutable, p)
+		return nil
+	}
+	return fmt.Errorf("unknown fault %d", f.Kind)
+}
+
+// Close lifts immutable flags, unmounts the node's tmpfs and removes the
+// scenario's directory. It is safe to call twice.
+func (n *Node) Close() error {
+	if n.closed {
+		return nil
+	}
+	n.closed = true
+	var errs []error
+	for _, p := range n.immutable {
+		if err := setImmutable(p, false); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("lift the immutable flag of %s: %w", p, err))
+		}
+	}
+	if n.tmpfs {
+		if err := unix.Unmount(n.Dir, unix.MNT_DETACH); err != nil {
+			errs = append(errs, fmt.Errorf("unmount %s: %w", n.Dir, err))
+		}
+	}
+	if len(errs) == 0 {
+		errs = append(errs, os.RemoveAll(n.base))
+	}
+	return errors.Join(errs...)
+}
+
+// fsImmutableFL is FS_IMMUTABLE_FL of <linux/fs.h> (chattr +i); x/sys/unix
+// does not name it.
+const fsImmutableFL = 0x00000010
+
+// setImmutable sets or clears FS_IMMUTABLE_FL (chattr +i / -i).
+func setImmutable(p string, on bool) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	flags, err := unix.IoctlGetUint32(int(f.Fd()), unix.FS_IOC_GETFLAGS)
+	if err != nil {
+		return fmt.Errorf("FS_IOC_GETFLAGS: %w", err)
+	}
+	if on {
+		flags |= fsImmutableFL
+	} else {
+		flags &^= fsImmutableFL
+	}
+	if err := unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, int(flags)); err != nil {
+		return fmt.Errorf("FS_IOC_SETFLAGS: %w", err)
+	}
+	return nil
+}
+
+func copyFile(src, dst string, perm os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Chmod(dst, perm)
+}
+
+func appendFile(p string, b []byte) error {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,74 @@
+package stager
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The container-less run itself: root of its own, security context as
+// written, termination message, and no mount left behind.
+func TestStageRunsAsTheManifestSays(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	repo := filepath.Join("..", "..")
+	image, older := filepath.Join(repo, "bin", "cni", "v1.9.1"), filepath.Join(repo, "bin", "cni", "v1.6.2")
+	if _, err := os.Stat(filepath.Join(older, "bridge")); err != nil {
+		t.Skip("plugins not built (make plugins)")
+	}
+	manifest := filepath.Join(t.TempDir(), "probe.yaml")
+	script := `grep -E '^(CapEff|CapBnd|CapInh|NoNewPrivs|Uid|Gid):' /proc/self/status; ls /; ls /cni-plugins | wc -l; readlink -f /bin/sh; echo probe-message > /dev/termination-log; touch /host/opt/cni/bin/probe; echo on-stderr >&2`
+	if err := os.WriteFile(manifest, []byte(`kind: DaemonSet
+spec:
+  template:
+    spec:
+      initContainers:
+      - name: install-cni-plugins
+        command: [/bin/sh, -c]
+        args: ["`+script+`"]
+        securityContext: {runAsUser: 0, allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+        volumeMounts: [{name: cnibin, mountPath: /host/opt/cni/bin}]
+      volumes: [{name: cnibin, hostPath: {path: /opt/cni/bin}}]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lab, err := NewLab(Options{Manifest: manifest, ImageRelease: image, OlderRelease: older, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := lab.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	n, err := lab.Prepare(Scenario{Name: "probe", Faults: []Fault{FullFS(1 << 20)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := lab.Stage(context.Background(), n)
+	if err != nil {
+		t.Fatalf("Stage: %v\nlog:\n%s", err, res.Log)
+	}
+	t.Logf("log:\n%s", res.Log)
+	for _, want := range []string{"CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "CapInh:\t0000000000000000", "NoNewPrivs:\t1", "Uid:\t0\t0\t0\t0", "cni-plugins", "host", "18\n", "/usr/bin/dash", "on-stderr"} {
+		if !strings.Contains(res.Log, want) {
+			t.Errorf("log lacks %q", want)
+		}
+	}
+	if res.ExitCode != 0 || res.TerminationMessage != "probe-message\n" {
+		t.Errorf("exit %d, termination message %q", res.ExitCode, res.TerminationMessage)
+	}
+	if c := res.Change("probe"); c.Verdict != Added {
+		t.Errorf("probe: %s, want added", c.Verdict)
+	}
+	if err := n.Close(); err != nil {
+		t.Error(err)
+	}
+	mi, _ := os.ReadFile("/proc/self/mountinfo")
+	if strings.Contains(string(mi), "stager-cni") {
+		t.Errorf("mounts left behind:\n%s", mi)
+	}
+}

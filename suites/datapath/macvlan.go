@@ -1,0 +1,72 @@
+package datapath
+
+import (
+	"net/netip"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/cozystack/vlan-conformance/fixtures"
+	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/suites/labels"
+)
+
+var _ = Describe("A VM on a macvlan attachment under bridge binding", labels.Datapath, Ordered, func() {
+	var (
+		p     platform.Platform
+		guest platform.Guest
+		node  platform.Node
+		gw    netip.Addr
+		addr  netip.Addr
+	)
+
+	BeforeAll(func(ctx SpecContext) {
+		var err error
+		p, err = platform.Ready(ctx)
+		Expect(err).NotTo(HaveOccurred(), "building the platform")
+		node = p.MacvlanNode()
+		if node == nil {
+			Skip("no node provisioned for macvlan on this platform (vendor mode has one, per the guide)")
+		}
+		gw = p.Gateway().Address()
+		Expect(p.ApplyNAD(ctx, tenant, platform.NAD{Name: "vlan100-macvlan", Config: fixtures.NAD("vlan100-macvlan")})).To(Succeed())
+		cidr := nextAddr(p.Config().GuestAddr, 10)
+		addr = guestAddr(cidr)
+		guest, err = startVM(ctx, p, "vm-mv", node, "vlan100-macvlan", cidr)
+		Expect(err).NotTo(HaveOccurred(), "starting vm-mv")
+	})
+
+	// "The symptom is a guest that can transmit (ARP requests and pings leave,
+	// visible in tcpdump on the parent interface) but never receives a reply."
+	It("[VLAN-03] lets the guest transmit but drops the replies to its MAC", labels.Claim("VLAN-03"), func(ctx SpecContext) {
+		parent := startCapture(node.ParentPoint(), "VLAN-03", "parent.pcap")
+		atGuest := startCapture(guest.VLANPoint(), "VLAN-03", "guest.pcap")
+		res, err := guest.Ping(ctx, gw)
+		Expect(err).NotTo(HaveOccurred())
+		onParent, inGuest := stopCapture(parent), stopCapture(atGuest)
+
+		By("the guest's requests leave through the parent")
+		Expect(onParent.From(guest.MAC()).ARPRequestsFor(gw)).NotTo(BeEmpty(),
+			"the guest's ARP requests for %s must be seen on %s:\n%s", gw, node.ParentPoint(), onParent.Summary(20))
+		By("the gateway's replies to the guest MAC arrive at the parent")
+		Expect(onParent.To(guest.MAC()).Replies()).NotTo(BeEmpty(),
+			"replies addressed to the guest MAC %s must reach the parent:\n%s", guest.MAC(), onParent.Summary(20))
+		By("and none reaches the guest")
+		Expect(inGuest.To(guest.MAC()).Replies()).To(BeEmpty(), "no reply may reach the guest:\n%s", inGuest.Summary(20))
+		Expect(res.Received).To(BeZero(), "the guest must get no echo reply from %s", gw)
+
+		neigh, err := guest.Neighbor(ctx, gw)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(neigh.State).To(BeElementOf("FAILED", "INCOMPLETE"), "the guest's neighbour entry for the gateway")
+	})
+
+	// "...the host cannot reach macvlan children through the parent interface either."
+	It("[VLAN-04] keeps the node's address on the parent and the guest apart", labels.Claim("VLAN-04"), func(ctx SpecContext) {
+		res, err := node.Ping(ctx, addr)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Received).To(BeZero(), "node %s (%s) must not reach the macvlan guest %s", node.Name(), node.Address(), addr)
+		res, err = guest.Ping(ctx, node.Address().Addr())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Received).To(BeZero(), "the macvlan guest must not reach the node's service address %s", node.Address())
+	})
+})

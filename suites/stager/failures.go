@@ -1,0 +1,155 @@
+package stager
+
+import (
+	"regexp"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/cozystack/vlan-conformance/framework/stager"
+	"github.com/cozystack/vlan-conformance/suites/labels"
+)
+
+// The causes CLAIMS.md STG-05 names, each injected into the generic node
+// (fixtures/stager/layouts/generic.yaml: a patched bridge, older host-local,
+// macvlan, portmap, tuning and vlan, no ipvlan or ptp), plus an image whose
+// /cni-plugins is empty.
+var faultCases = []struct {
+	name   string
+	image  stager.ImageVariant
+	faults []stager.Fault
+	// failing are the plugins the faults must stop, in the order staging
+	// attempts them; nil when the fault decides (a file system filling up).
+	failing []string
+	cause   *regexp.Regexp // what the line reporting each failure says
+}{
+	{
+		name:    "directory-at-destination",
+		faults:  []stager.Fault{stager.DirectoryAt("ipvlan")},
+		failing: []string{"ipvlan"},
+		cause:   regexp.MustCompile(`(?i)directory`),
+	},
+	{
+		name:    "unreadable-source",
+		faults:  []stager.Fault{stager.Unreadable("bridge"), stager.Unreadable("ptp")},
+		failing: []string{"bridge", "ptp"}, // one the node has, one it lacks
+		cause:   regexp.MustCompile(`Permission denied`),
+	},
+	{
+		name:    "immutable-destination",
+		faults:  []stager.Fault{stager.Immutable("vlan")},
+		failing: []string{"vlan"},
+		cause:   regexp.MustCompile(`Operation not permitted`),
+	},
+	{
+		name:   "full-file-system",
+		faults: []stager.Fault{stager.FullFS(10 << 20)},
+		cause:  regexp.MustCompile(`No space left on device`),
+	},
+	{
+		// More than one failure: the causes are spread above the summary.
+		name:    "several-faults",
+		faults:  []stager.Fault{stager.Unreadable("bridge"), stager.DirectoryAt("ipvlan"), stager.Immutable("vlan")},
+		failing: []string{"bridge", "ipvlan", "vlan"},
+		cause:   regexp.MustCompile(`Permission denied|(?i:directory)|Operation not permitted`),
+	},
+	{
+		name:    "empty-cni-plugins",
+		image:   stager.ImageWithEmptyPluginsDir,
+		failing: stager.StagedPlugins,
+		cause:   regexp.MustCompile(`No such file or directory`),
+	},
+}
+
+var _ = Describe("Staging when plugins cannot be written", labels.Stager, func() {
+	for _, want := range faultCases {
+		title := describeFaults(want.image, want.faults)
+		Context("with "+title, Ordered, ContinueOnFailure, func() {
+			var (
+				lab *stager.Lab
+				res stager.Result
+			)
+
+			BeforeAll(func(ctx SpecContext) {
+				generic, err := layout("generic")
+				Expect(err).NotTo(HaveOccurred())
+				var node *stager.Node
+				lab, node, err = setUp(stager.Scenario{Name: want.name, Layout: generic, Image: want.image, Faults: want.faults})
+				Expect(err).NotTo(HaveOccurred())
+				res, err = lab.Stage(ctx, node)
+				Expect(err).NotTo(HaveOccurred(), "the run could not be made:\n%s", res.Log)
+				Expect(writeArtifact("STG-05", want.name, "Staging with "+title, lab, res)).To(Succeed())
+			})
+
+			// "A plugin it fails to write is reported and skipped rather than removed, so whatever was there stays"
+			It("[STG-05] skips what it cannot write: an older copy stays, nothing appears where there was none, the rest is installed", labels.Claim("STG-05"), func() {
+				failed := notInstalled(lab, res)
+				if want.failing != nil {
+					Expect(failed).To(Equal(want.failing), "the plugins not installed must be exactly those the fault hits\n%s", describeRun(res))
+				} else {
+					Expect(failed).NotTo(BeEmpty(), "the fault took no plugin\n%s", describeRun(res))
+					Expect(len(failed)).To(BeNumerically("<", len(stager.StagedPlugins)), "the fault took every plugin\n%s", describeRun(res))
+				}
+				for _, p := range failed {
+					c := res.Change(p)
+					if c.Before == nil {
+						Expect(c.Verdict).To(Equal(stager.Absent), "%s: nothing must appear where there was none\n%s", p, describeRun(res))
+					} else {
+						Expect(c.Verdict).To(Equal(stager.Untouched), "%s: the node's %s must stay as it was\n%s", p, c.Before.Describe(), describeRun(res))
+					}
+				}
+			})
+
+			// "The reason for each is earlier in the same log, printed as that plugin was attempted [...] The container reports these and exits successfully on purpose"
+			It("[STG-06] logs each cause as it is attempted, then a summary `failed to install:` naming every failed plugin, and exits 0", labels.Claim("STG-06"), func() {
+				failed := notInstalled(lab, res)
+				Expect(res.ExitCode).To(Equal(0), "the pod must show Ready\n%s", describeRun(res))
+				line, at, ok := summary(res)
+				Expect(ok).To(BeTrue(), "no line begins %q\n%s", summaryPrefix, describeRun(res))
+				Expect(names(line)).To(ConsistOf(failed), "the summary must name every failed plugin and only those: %q", line)
+
+				lines := res.LogLines()[:at]
+				from := 0
+				for _, p := range failed {
+					i := causeLine(lines, from, p, want.cause)
+					Expect(i).To(BeNumerically(">=", 0),
+						"no line before the summary, after the previous failure's, names %s with its cause (%s)\n%s", p, want.cause, res.Log)
+					from = i + 1
+				}
+
+				Expect(res.TerminationMessage).To(ContainSubstring(summaryPrefix), "the termination message the kubelet reports")
+				Expect(names(res.TerminationMessage)).To(ConsistOf(failed), "termination message: %q", res.TerminationMessage)
+			})
+
+			// "No temporary file is left in /opt/cni/bin after a run, failed or not" (CLAIMS.md)
+			It("[STG-08] leaves no temporary file behind", labels.Claim("STG-08"), func() {
+				Expect(leftovers(res)).To(BeEmpty(), "\n%s", describeRun(res))
+			})
+		})
+	}
+})
+
+// causeLine is the index of the first line from `from` on that names
+// plugin and gives a cause matching re, or -1.
+func causeLine(lines []string, from int, plugin string, re *regexp.Regexp) int {
+	for i := from; i < len(lines); i++ {
+		if namesPlugin(lines[i], plugin) && re.MatchString(lines[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
+func describeFaults(image stager.ImageVariant, faults []stager.Fault) string {
+	if len(faults) == 0 {
+		return image.String()
+	}
+	s := ""
+	for i, f := range faults {
+		if i > 0 {
+			s += ", "
+		}
+		s += f.String()
+	}
+	return s
+}

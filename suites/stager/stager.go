@@ -1,0 +1,183 @@
+// Package stager holds the specs for the guide's section "Staging the
+// reference CNI plugins" (CLAIMS.md, STG-01..08): the multus DaemonSet's
+// init container install-cni-plugins, taken from --stager-manifest and run
+// container-less by framework/stager against node layouts
+// (fixtures/stager/layouts) and injected faults.
+//
+// Each Ordered container stages once (or twice) in BeforeAll and its specs
+// read the result; every spec names its claim in brackets and as a label.
+// Evidence lands in <report-dir>/artifacts/<claim>/<scenario>.md: the
+// per-file before/after table, the log and the termination message.
+package stager
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	stagerfixtures "github.com/cozystack/vlan-conformance/fixtures/stager"
+	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/stager"
+)
+
+// The guide's log lines.
+const (
+	skipLine      = "no /cni-plugins in this image; skipping staging"
+	summaryPrefix = "failed to install:"
+)
+
+// runConfig is the run's configuration. The stager specs need nothing else
+// of the platform: no fabric is built for them.
+func runConfig() (cfg *config.Config, err error) {
+	defer func() {
+		if recover() != nil {
+			cfg, err = nil, errNoPlatform
+		}
+	}()
+	p := platform.Current()
+	if p == nil {
+		return nil, errNoPlatform
+	}
+	if cfg = p.Config(); cfg == nil {
+		return nil, errNoPlatform
+	}
+	return cfg, nil
+}
+
+var errNoPlatform = errors.New("no run configuration: the suite's main must call platform.Configure before the specs run")
+
+// setUp builds a lab from the run's flags and prepares the scenario's node;
+// both are removed when the container is done.
+func setUp(sc stager.Scenario) (*stager.Lab, *stager.Node, error) {
+	cfg, err := runConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	lab, err := stager.NewLab(stager.Options{
+		Manifest:     cfg.StagerManifest,
+		ImageRelease: cfg.PluginDir,
+		OlderRelease: cfg.OldPluginDir,
+		WorkDir:      cfg.WorkDir,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	DeferCleanup(lab.Close)
+	node, err := lab.Prepare(sc)
+	if err != nil {
+		return nil, nil, err
+	}
+	DeferCleanup(node.Close)
+	return lab, node, nil
+}
+
+// layout returns a node layout from fixtures/stager/layouts.
+func layout(name string) (stager.Layout, error) {
+	all, err := stager.LoadLayouts(stagerfixtures.Layouts())
+	if err != nil {
+		return stager.Layout{}, err
+	}
+	l, ok := all[name]
+	if !ok {
+		return stager.Layout{}, fmt.Errorf("no node layout %q in fixtures/stager/layouts", name)
+	}
+	return l, nil
+}
+
+// writeArtifact records a run for the report:
+// <report-dir>/artifacts/<claim>/<scenario>.md.
+func writeArtifact(claim, scenario, title string, lab *stager.Lab, res stager.Result) error {
+	cfg, err := runConfig()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(cfg.ReportDir, "artifacts", claim)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	p := filepath.Join(dir, scenario+".md")
+	if err := os.WriteFile(p, []byte(res.Report(title, lab.Subject)), 0o644); err != nil {
+		return err
+	}
+	GinkgoWriter.Printf("stager evidence: %s\n", p)
+	return nil
+}
+
+// written lists the names a run added or rewrote, sorted.
+func written(res stager.Result) []string {
+	var out []string
+	for _, c := range res.Changes {
+		switch c.Verdict {
+		case stager.Added, stager.Replaced, stager.RewrittenInPlace:
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+// leftovers lists names present after the run that were not there before
+// and are not staged plugins: temporary files, in practice.
+func leftovers(res stager.Result) []string {
+	var out []string
+	for _, n := range res.After.Names() {
+		if _, before := res.Before.Get(n); !before && !stager.IsStaged(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// summary finds the first log line beginning `failed to install:`.
+func summary(res stager.Result) (line string, index int, ok bool) {
+	for i, l := range res.LogLines() {
+		if strings.HasPrefix(l, summaryPrefix) {
+			return l, i, true
+		}
+	}
+	return "", -1, false
+}
+
+// names returns the staged plugins a line names as words.
+func names(line string) []string {
+	var out []string
+	for _, p := range stager.StagedPlugins {
+		if namesPlugin(line, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// namesPlugin: plugin appears in line as a word of its own ("vlan" in
+// "/x/.vlan.tmp" or "vlan:", not in "macvlan").
+func namesPlugin(line, plugin string) bool {
+	re := regexp.MustCompile(`(^|[^A-Za-z0-9_-])` + regexp.QuoteMeta(plugin) + `($|[^A-Za-z0-9_-])`)
+	return re.MatchString(line)
+}
+
+// notInstalled lists the staged plugins that are not the image's copy
+// afterwards, in the order staging attempts them.
+func notInstalled(lab *stager.Lab, res stager.Result) []string {
+	var out []string
+	for _, p := range stager.StagedPlugins {
+		f, ok := res.After.Get(p)
+		if !ok || f.Kind != "file" || f.Hash != lab.ImageHash(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// describeRun is the context a failed assertion prints.
+func describeRun(res stager.Result) string {
+	return fmt.Sprintf("exit code %d\n%s\nlog:\n%s", res.ExitCode, res.Table(), res.Log)
+}
+
+func contains(list []string, s string) bool { return slices.Contains(list, s) }
