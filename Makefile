@@ -20,7 +20,7 @@ SUITE := $(BIN)/suites.test
 DRIVER := $(BIN)/conformance
 GOFILES := $(shell find . -name '*.go' -not -path './.cache/*' -not -path './bin/*') go.mod go.sum
 
-.PHONY: all build plugins conformance selftest test unit bench vet clean deps labvm-kernel
+.PHONY: all build plugins conformance selftest test unit bench vet clean deps vendor-check
 
 all: build
 
@@ -44,7 +44,10 @@ $(SUITE): $(GOFILES)
 $(DRIVER): $(GOFILES)
 	$(GO) build -o $@ ./cmd/conformance
 
-build: $(SUITE) $(DRIVER) plugins
+$(BIN)/labvm-smoke: $(GOFILES)
+	$(GO) build -o $@ ./cmd/labvm-smoke
+
+build: $(SUITE) $(DRIVER) $(BIN)/labvm-smoke plugins
 
 vet:
 	$(GO) vet ./...
@@ -63,7 +66,13 @@ selftest: build
 bench: build
 	$(DRIVER) bench $(ARGS)
 
-test: deps vet unit conformance selftest
+# Vendor mode against an external gateway the check itself creates (in the
+# lab VM when the kernel lacks 8021q).
+vendor-check: build
+	@if $(DRIVER) preflight >/dev/null 2>&1; then scripts/vendor-check.sh; \
+	else $(BIN)/labvm-smoke -cache $(CURDIR)/.cache/labvm -workdir $(CURDIR) -- $(CURDIR)/scripts/vendor-check.sh; fi
+
+test: deps vet unit conformance selftest vendor-check
 
 clean:
 	rm -rf $(BIN) reports/junit.xml reports/*.md reports/*.json reports/artifacts

@@ -65,7 +65,7 @@ var slug = regexp.MustCompile(`[^A-Za-z0-9]+`)
 // A failed spec leaves the state of every namespace next to its evidence.
 var _ = JustAfterEach(func(ctx SpecContext) {
 	report := CurrentSpecReport()
-	if !report.Failed() {
+	if !report.Failed() || !cfg.DumpOnFailure {
 		return
 	}
 	p, err := platform.Ready(ctx)

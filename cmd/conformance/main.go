@@ -212,6 +212,26 @@ func (d *driver) runSuite(ctx context.Context, args []string) int {
 }
 
 func (d *driver) runSuiteTo(ctx context.Context, args []string, out io.Writer) int {
+	before, err := fabric.HostSnapshot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "host snapshot:", err)
+		return 1
+	}
+	code := d.execSuite(ctx, args, out)
+	after, err := fabric.HostSnapshot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "host snapshot:", err)
+		return max(code, 1)
+	}
+	// Never touch the host's own interfaces, addresses or routes: prove it.
+	if diff := fabric.DiffSnapshots(before, after); diff != "" {
+		fmt.Fprintf(os.Stderr, "the run changed this namespace's links, addresses or routes:\n%s\n", diff)
+		return max(code, 1)
+	}
+	return code
+}
+
+func (d *driver) execSuite(ctx context.Context, args []string, out io.Writer) int {
 	cmd := exec.CommandContext(ctx, d.suite, args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
@@ -266,7 +286,7 @@ func (d *driver) environment() report.Environment {
 		env.Kernel = utsString(u.Release[:])
 	}
 	out, _ := exec.Command(filepath.Join(d.cfg.PluginDir, "bridge")).CombinedOutput()
-	env.Plugins = strings.TrimSpace(string(out)) + " (" + d.cfg.PluginDir + ")"
+	env.Plugins = strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)[0] + " (" + d.cfg.PluginDir + ")"
 	return env
 }
 

@@ -27,7 +27,7 @@ func (d *driver) selftest(ctx context.Context) int {
 		junit := filepath.Join(cdir, "junit.xml")
 		args := append(append([]string{}, d.suiteArgs...),
 			"--control="+c.ID, "--report-dir="+cdir,
-			"--ginkgo.label-filter="+c.Claim, "--ginkgo.junit-report="+junit, "--ginkgo.no-color")
+			"--ginkgo.label-filter="+c.Claim, "--ginkgo.junit-report="+junit, "--ginkgo.no-color", "--dump-on-failure=false")
 		args = append(args, c.ExtraArgs...)
 		fmt.Printf("selftest: %s (%s): %s\n", c.ID, c.Claim, c.Description)
 		start := time.Now()

@@ -42,6 +42,7 @@ type Config struct {
 	WorkDir        string // scratch for CNI cache, node dirs; removed afterwards
 	Control        string // negative control to apply ("" = the guide's subject)
 	ARPProfile     string // gateway neighbour timers: "tuned" or "default"
+	DumpOnFailure  bool   // write namespace dumps next to a failed spec's evidence
 }
 
 // Register binds the flags to fs with the guide's defaults.
@@ -64,6 +65,7 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.WorkDir, "work-dir", "", "scratch directory (default: a fresh temp dir)")
 	fs.StringVar(&c.Control, "control", "", "negative control: run the specs against a deliberately broken subject (see --list-controls)")
 	fs.StringVar(&c.ARPProfile, "arp-profile", "tuned", "lab gateway neighbour timers: tuned or default")
+	fs.BoolVar(&c.DumpOnFailure, "dump-on-failure", true, "dump every namespace's links, addresses, routes, neighbours and FDB when a spec fails")
 	return c
 }
 

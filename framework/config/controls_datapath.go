@@ -7,7 +7,7 @@ const (
 	CtlWrongVLAN          = "VLAN-01/wrong-vlan-id"
 	CtlUntagged           = "VLAN-02/untagged-wiring"
 	CtlMacvlanPassthru    = "VLAN-03/macvlan-passthru"
-	CtlMacvlanHostShim    = "VLAN-04/host-macvlan-shim"
+	CtlMacvlanAsBridge    = "VLAN-04/bridge-instead-of-macvlan"
 	CtlAddrOnSubinterface = "VLAN-05/address-on-uplink.100"
 	CtlHostLocalIPAM      = "VLAN-06/host-local-ipam"
 	CtlDefaultRouteOnVLAN = "VLAN-07/default-route-on-vlan-nic"
@@ -22,7 +22,7 @@ func init() {
 		Control{ID: CtlWrongVLAN, Claim: "VLAN-01", Description: "the node's sub-interface carries VLAN 101, the gateway VLAN 100"},
 		Control{ID: CtlUntagged, Claim: "VLAN-02", Description: "br100 enslaves the untagged uplink itself"},
 		Control{ID: CtlMacvlanPassthru, Claim: "VLAN-03", Description: "macvlan in passthru mode: the child receives every frame, so replies to the guest MAC arrive"},
-		Control{ID: CtlMacvlanHostShim, Claim: "VLAN-04", Description: "the node's address sits on a macvlan bridge-mode shim of the parent, not on the parent"},
+		Control{ID: CtlMacvlanAsBridge, Claim: "VLAN-04", Description: "the macvlan node is provisioned per the guide and its NAD is bridge-type, so the host does reach the guest"},
 		Control{ID: CtlAddrOnSubinterface, Claim: "VLAN-05", Description: "the node's address sits on the enslaved uplink.100 instead of br100"},
 		Control{ID: CtlHostLocalIPAM, Claim: "VLAN-06", Description: "the NAD carries host-local IPAM instead of ipam: {}"},
 		Control{ID: CtlDefaultRouteOnVLAN, Claim: "VLAN-07", Description: "cloud-init also puts a default route on the VLAN NIC"},

@@ -11,6 +11,7 @@ const (
 	CtlStagerWritesLoopback      = "STG-02/mutant-writes-loopback"
 	CtlStagerInstallsOnlyMissing = "STG-03/mutant-installs-only-missing"
 	CtlStagerNoSummary           = "STG-06/mutant-no-summary"
+	CtlStagerGathersCauses       = "STG-06/mutant-gathers-causes"
 	CtlStagerLeavesTemp          = "STG-08/mutant-leaves-temp"
 )
 
@@ -26,6 +27,7 @@ func init() {
 		Control{ID: CtlStagerWritesLoopback, Claim: "STG-02", Description: "install-cni-plugins stages loopback too", ExtraArgs: stagerMutant("writes-loopback.yaml")},
 		Control{ID: CtlStagerInstallsOnlyMissing, Claim: "STG-03", Description: "install-cni-plugins installs only plugins the node lacks", ExtraArgs: stagerMutant("installs-only-missing.yaml")},
 		Control{ID: CtlStagerNoSummary, Claim: "STG-06", Description: "install-cni-plugins prints no `failed to install:` summary", ExtraArgs: stagerMutant("no-summary.yaml")},
+		Control{ID: CtlStagerGathersCauses, Claim: "STG-06", Description: "install-cni-plugins prints every cause next to the summary instead of as each plugin is attempted", ExtraArgs: stagerMutant("gathers-causes.yaml")},
 		Control{ID: CtlStagerLeavesTemp, Claim: "STG-08", Description: "install-cni-plugins leaves its temporary file behind on failure", ExtraArgs: stagerMutant("leaves-temp.yaml")},
 	)
 }

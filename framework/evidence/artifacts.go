@@ -1,9 +1,11 @@
 package evidence
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"time"
 )
 
 // ReportDir is where artifacts go (<ReportDir>/artifacts/<claim>/); the
@@ -26,4 +28,15 @@ func ClaimOf(text string) string {
 		return m[1]
 	}
 	return "unclaimed"
+}
+
+// Note appends a line of evidence (an observation a spec judged) to the
+// claim's evidence.txt, so a passing verdict shows what it rests on.
+func Note(claim, format string, args ...any) {
+	f, err := os.OpenFile(ArtifactPath(claim, "evidence.txt"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, time.Now().UTC().Format("15:04:05.000")+" "+format+"\n", args...)
 }

@@ -56,7 +56,6 @@ const (
 	AddrOnSubinterface               // uplink.100 in br100, address on uplink.100
 	BothVLANs                        // uplink.100 and uplink.200 in br100
 	MacvlanParent                    // no bridge; address on uplink.100 (macvlan users)
-	MacvlanShim                      // no bridge; address on a macvlan bridge-mode shim of uplink.100
 )
 
 // NodeSpec describes one node of the fabric.
@@ -371,18 +370,8 @@ func (f *Fabric) provision(n *Node, up netlink.Link) error {
 	if w == UntaggedUplink {
 		ports = append(ports, up)
 	}
-	switch w {
-	case MacvlanParent:
+	if w == MacvlanParent {
 		return addAddr(h, n.Parent, n.Spec.Address)
-	case MacvlanShim:
-		shim := &netlink.Macvlan{LinkAttrs: netlink.LinkAttrs{Name: "shim", ParentIndex: ports[0].Attrs().Index}, Mode: netlink.MACVLAN_MODE_BRIDGE}
-		if err := h.LinkAdd(shim); err != nil {
-			return fmt.Errorf("macvlan shim: %w", err)
-		}
-		if err := h.LinkSetUp(shim); err != nil {
-			return err
-		}
-		return addAddr(h, "shim", n.Spec.Address)
 	}
 	// The guide: a bridge enslaving the tagged sub-interface; the host's
 	// presence on the VLAN is on the bridge, and no default route.

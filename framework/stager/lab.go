@@ -104,12 +104,13 @@ func (l *Lab) Close() error {
 type Node struct {
 	Scenario Scenario
 	// Dir is the node's /opt/cni/bin as the node (and the suite) sees it.
-	Dir       string
-	base      string
-	imageDir  string // holds cni-plugins/ unless the image has none
-	tmpfs     bool
-	immutable []string
-	closed    bool
+	Dir          string
+	base         string
+	imageDir     string // holds cni-plugins/ unless the image has none
+	imageSummary string
+	tmpfs        bool
+	immutable    []string
+	closed       bool
 }
 
 // patchMarker is appended to an image copy to make a locally patched plugin.
@@ -210,6 +211,7 @@ func (l *Lab) buildImage(n *Node, sc Scenario) error {
 	if err := os.Mkdir(n.imageDir, 0o755); err != nil {
 		return err
 	}
+	n.imageSummary = sc.Image.String()
 	if sc.Image == ImageWithoutPluginsDir {
 		return nil
 	}
@@ -224,6 +226,7 @@ func (l *Lab) buildImage(n *Node, sc Scenario) error {
 	if err != nil {
 		return err
 	}
+	var names []string
 	for _, e := range ents {
 		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".") {
 			continue
@@ -231,7 +234,9 @@ func (l *Lab) buildImage(n *Node, sc Scenario) error {
 		if err := copyFile(filepath.Join(l.image, e.Name()), filepath.Join(dst, e.Name()), 0o755); err != nil {
 			return err
 		}
+		names = append(names, e.Name())
 	}
+	n.imageSummary = fmt.Sprintf("%d plugins of %s at /cni-plugins: %s", len(names), l.ImageVersion(), strings.Join(names, " "))
 	return nil
 }
 

@@ -23,6 +23,10 @@ type Result struct {
 	// Log is stdout and stderr as one stream, in the order written, as
 	// `kubectl logs` shows them (both are the same pipe).
 	Log string
+	// LogTimes holds when each line of the log arrived (as LogLines).
+	LogTimes []time.Time
+	// Image says what the image carried at /cni-plugins.
+	Image string
 	// TerminationMessage is what the kubelet would report: the file at
 	// terminationMessagePath, or with FallbackToLogsOnError and a non-zero
 	// exit, the log's tail.
@@ -65,7 +69,7 @@ const containerPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/
 // own, and snapshots again. An error means the run could not be made; what
 // the subject itself did (exit code, log, files) is in the Result.
 func (l *Lab) Stage(ctx context.Context, n *Node) (Result, error) {
-	res := Result{Scenario: n.Scenario, Security: l.Security, Notes: append([]string{}, l.Security.Notes...)}
+	res := Result{Scenario: n.Scenario, Security: l.Security, Notes: append([]string{}, l.Security.Notes...), Image: n.imageSummary}
 	before, err := l.cat.take(n.Dir)
 	if err != nil {
 		return res, fmt.Errorf("snapshot before: %w", err)
@@ -92,13 +96,13 @@ func (l *Lab) Stage(ctx context.Context, n *Node) (Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, stageTimeout)
 	defer cancel()
 	start := time.Now()
-	var log bytes.Buffer
+	log := &lineClock{}
 	notes, exitCode, err := inPrivateMountNS(func() ([]string, int, error) {
-		return l.runContained(ctx, n, filepath.Join(run, "root"), termLog, &log)
+		return l.runContained(ctx, n, filepath.Join(run, "root"), termLog, log)
 	})
 	res.Duration = time.Since(start)
 	res.Notes = append(res.Notes, notes...)
-	res.Log = log.String()
+	res.Log, res.LogTimes = log.done()
 	res.ExitCode = exitCode
 	if err != nil {
 		return res, err
@@ -149,7 +153,7 @@ func inPrivateMountNS(fn func() ([]string, int, error)) ([]string, int, error) {
 
 // runContained builds the subject's root at root (see the package
 // diagram), runs it there and waits for it. It runs on the private thread.
-func (l *Lab) runContained(ctx context.Context, n *Node, root, termLog string, log *bytes.Buffer) (notes []string, code int, err error) {
+func (l *Lab) runContained(ctx context.Context, n *Node, root, termLog string, log *lineClock) (notes []string, code int, err error) {
 	code = -1
 	if err := unix.Mount("stager-cni-root", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=64m"); err != nil {
 		return nil, code, fmt.Errorf("mount the root tmpfs: %w", err)
@@ -336,6 +340,32 @@ func touch(p string) error {
 }
 
 func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
+
+// lineClock collects the log and notes when each line arrives, so the
+// specs can tell a line written while staging went on from one written at
+// the end.
+type lineClock struct {
+	buf   bytes.Buffer
+	times []time.Time
+}
+
+func (c *lineClock) Write(p []byte) (int, error) {
+	now := time.Now()
+	for _, b := range p {
+		if b == '\n' {
+			c.times = append(c.times, now)
+		}
+	}
+	return c.buf.Write(p)
+}
+
+func (c *lineClock) done() (string, []time.Time) {
+	s := c.buf.String()
+	if s != "" && !strings.HasSuffix(s, "\n") {
+		c.times = append(c.times, time.Now())
+	}
+	return s, c.times
+}
 
 // kubeletTerminationMessage mirrors the kubelet: the file's content (at most
 // 4096 bytes); with FallbackToLogsOnError, an empty file and a failed

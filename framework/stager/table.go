@@ -67,7 +67,7 @@ func (r Result) Report(title string, subj Subject) string {
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "- image: %s\n", sc.Image)
+	fmt.Fprintf(&b, "- image: %s\n", r.Image)
 	for _, f := range sc.Faults {
 		fmt.Fprintf(&b, "- fault: %s\n", f)
 	}

@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/cozystack/vlan-conformance/fixtures"
+	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/suites/labels"
 )
@@ -48,6 +49,7 @@ var _ = Describe("A VM bridged onto VLAN 100 through br100", labels.Datapath, Or
 	It("[VLAN-01] lets the guest reach the gateway", labels.Claim("VLAN-01"), func(ctx SpecContext) {
 		res, err := guestA.Ping(ctx, gw)
 		Expect(err).NotTo(HaveOccurred())
+		evidence.Note("VLAN-01", "guest %s (%s) -> gateway %s: %d/%d echo replies", guestA.Name(), guestA.MAC(), gw, res.Received, res.Sent)
 		Expect(res.Received).To(BeNumerically(">", 0), "guest %s must reach the gateway %s over VLAN 100", guestA.Name(), gw)
 	})
 
@@ -60,6 +62,7 @@ var _ = Describe("A VM bridged onto VLAN 100 through br100", labels.Datapath, Or
 
 		neigh, err := p.Gateway().Neighbor(ctx, addr)
 		Expect(err).NotTo(HaveOccurred())
+		evidence.Note("VLAN-01", "gateway -> guest %s: %d/%d echo replies; gateway neighbour %s lladdr %s %s", addr, res.Received, res.Sent, addr, neigh.MAC, neigh.State)
 		Expect(neigh.MAC.String()).To(Equal(guestA.MAC().String()), "the gateway's neighbour entry for %s must hold the guest's MAC", addr)
 	})
 
@@ -69,6 +72,7 @@ var _ = Describe("A VM bridged onto VLAN 100 through br100", labels.Datapath, Or
 		}
 		res, err := guestA.Ping(ctx, guestAddr(nextAddr(p.Config().GuestAddr, 1)))
 		Expect(err).NotTo(HaveOccurred())
+		evidence.Note("VLAN-01", "vm-a on %s -> vm-b on %s: %d/%d echo replies", guestA.Node().Name(), guestB.Node().Name(), res.Received, res.Sent)
 		Expect(res.Received).To(BeNumerically(">", 0), "vm-a on %s must reach vm-b on %s", guestA.Node().Name(), guestB.Node().Name())
 	})
 
@@ -79,6 +83,7 @@ var _ = Describe("A VM bridged onto VLAN 100 through br100", labels.Datapath, Or
 			guestA.Ping(ctx, gw, platform.WithCount(2))
 		})
 		fromGuest := frames.From(guestA.MAC())
+		evidence.Note("VLAN-02", "trunk %s: %d frames from the guest MAC %s, %d tagged VLAN %d, %d untagged (trunk.pcap)", p.Trunk(guestA.Node()), len(fromGuest), guestA.MAC(), len(fromGuest.WithVLAN(vlan)), vlan, len(fromGuest.Untagged()))
 		Expect(fromGuest).NotTo(BeEmpty(), "the guest's frames must cross the trunk; saw:\n%s", frames.Summary(20))
 		Expect(fromGuest.Untagged()).To(BeEmpty(), "no frame of the guest may cross the trunk untagged:\n%s", fromGuest.Untagged().Summary(10))
 		Expect(fromGuest.WithVLAN(vlan)).To(HaveLen(len(fromGuest)), "every frame of the guest must carry VLAN %d:\n%s", vlan, fromGuest.Summary(10))
@@ -89,19 +94,23 @@ var _ = Describe("A VM bridged onto VLAN 100 through br100", labels.Datapath, Or
 		node := guestA.Node()
 		res, err := node.Ping(ctx, guestAddr(p.Config().GuestAddr))
 		Expect(err).NotTo(HaveOccurred())
+		evidence.Note("VLAN-05", "node %s (%s) -> guest: %d/%d echo replies", node.Name(), node.Address(), res.Received, res.Sent)
 		Expect(res.Received).To(BeNumerically(">", 0), "node %s (%s) must reach the guest", node.Name(), node.Address())
 		res, err = guestA.Ping(ctx, node.Address().Addr())
 		Expect(err).NotTo(HaveOccurred())
+		evidence.Note("VLAN-05", "guest -> node %s: %d/%d echo replies", node.Address().Addr(), res.Received, res.Sent)
 		Expect(res.Received).To(BeNumerically(">", 0), "the guest must reach node %s at %s", node.Name(), node.Address())
 	})
 
 	// "ipam: {} — no cluster-side address assignment; the guest configures its address itself."
 	It("[VLAN-06] assigns no address to the pod interface; the guest has exactly its cloud-init address", labels.Claim("VLAN-06"), func(ctx SpecContext) {
 		att := guestA.Attachment()
+		evidence.Note("VLAN-06", "NAD %s: CNI result IPs %v; pod interface %s IPv4 after ADD %v", att.NAD, att.CNIResultIPs, att.PodInterface, att.PodIPv4)
 		Expect(att.CNIResultIPs).To(BeEmpty(), "the CNI result of NAD %s must carry no IP", att.NAD)
 		Expect(att.PodIPv4).To(BeEmpty(), "pod interface %s must have no IPv4 address after CNI ADD", att.PodInterface)
 		addrs, err := guestA.Addresses(ctx, guestA.VLANInterface())
 		Expect(err).NotTo(HaveOccurred())
+		evidence.Note("VLAN-06", "guest %s addresses %v", guestA.VLANInterface(), addrs)
 		Expect(addrs).To(ConsistOf(netip.MustParsePrefix(p.Config().GuestAddr)), "the guest's VLAN NIC must carry exactly the cloud-init address")
 	})
 
@@ -109,6 +118,9 @@ var _ = Describe("A VM bridged onto VLAN 100 through br100", labels.Datapath, Or
 	It("[VLAN-07] keeps only the connected route on the VLAN NIC and the default route on the pod NIC", labels.Claim("VLAN-07"), func(ctx SpecContext) {
 		routes, err := guestA.Routes(ctx)
 		Expect(err).NotTo(HaveOccurred())
+		for _, r := range routes {
+			evidence.Note("VLAN-07", "guest route %s via %s dev %s scope %s", r.Dst, r.Gw, r.Iface, r.Scope)
+		}
 		var onVLAN, defaults []platform.Route
 		for _, r := range routes {
 			if r.Iface == guestA.VLANInterface() {
@@ -138,6 +150,7 @@ var _ = Describe("A VM bridged onto VLAN 100 through br100", labels.Datapath, Or
 		frames := captureWhile(ctx, p.Gateway().OtherVLANPoint(), "VLAN-08", "other-vlan.pcap", func() {
 			_, answer = guestA.ARPProbe(ctx, other, 2*time.Second)
 		})
+		evidence.Note("VLAN-08", "guest ARP who-has %s on %s: %v; frames from the guest on VLAN %d: %d (other-vlan.pcap)", other, guestA.VLANInterface(), answer, p.Config().OtherVLAN, len(frames.From(guestA.MAC())))
 		Expect(answer).To(HaveOccurred(), "nobody on VLAN %d may answer the guest's ARP for %s", p.Config().OtherVLAN, other)
 		Expect(frames.From(guestA.MAC())).To(BeEmpty(), "no frame of the guest may appear on VLAN %d", p.Config().OtherVLAN)
 	})
@@ -149,6 +162,7 @@ var _ = Describe("A VM bridged onto VLAN 100 through br100", labels.Datapath, Or
 		Expect(err).NotTo(HaveOccurred())
 		res, err := guestA.Ping(ctx, gw, platform.WithDontFragment(), platform.WithPayload(mtu-28))
 		Expect(err).NotTo(HaveOccurred())
+		evidence.Note("VLAN-10", "guest MTU %d, DF payload %d -> gateway: %d/%d replies", mtu, mtu-28, res.Received, res.Sent)
 		Expect(res.Received).To(BeNumerically(">", 0), "a %d-byte DF packet must pass when the attachment MTU (%d) matches the VLAN", mtu, mtu)
 
 		By("a guest whose attachment claims 9000 bytes on a 1500-byte VLAN")
@@ -160,9 +174,11 @@ var _ = Describe("A VM bridged onto VLAN 100 through br100", labels.Datapath, Or
 		Expect(jmtu).To(Equal(9000), "the guest NIC takes the attachment's MTU")
 		res, err = jumbo.Ping(ctx, gw, platform.WithDontFragment(), platform.WithPayload(jmtu-28))
 		Expect(err).NotTo(HaveOccurred())
+		evidence.Note("VLAN-10", "jumbo guest MTU %d on a %d-byte VLAN, DF payload %d -> gateway: %d/%d replies", jmtu, mtu, jmtu-28, res.Received, res.Sent)
 		Expect(res.Received).To(BeZero(), "a %d-byte DF packet must be dropped on a path smaller than the attachment's MTU", jmtu)
 		res, err = jumbo.Ping(ctx, gw, platform.WithDontFragment(), platform.WithPayload(1500-28))
 		Expect(err).NotTo(HaveOccurred())
+		evidence.Note("VLAN-10", "jumbo guest, DF payload %d -> gateway: %d/%d replies", 1500-28, res.Received, res.Sent)
 		Expect(res.Received).To(BeNumerically(">", 0), "the same guest still passes 1500-byte frames: the drop is the size")
 	})
 })

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/cozystack/vlan-conformance/fixtures"
+	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/suites/labels"
 )
@@ -44,6 +45,8 @@ var _ = Describe("A VM on a macvlan attachment under bridge binding", labels.Dat
 		res, err := guest.Ping(ctx, gw)
 		Expect(err).NotTo(HaveOccurred())
 		onParent, inGuest := stopCapture(parent), stopCapture(atGuest)
+		evidence.Note("VLAN-03", "guest %s -> gateway %s: %d/%d replies; on %s: %d ARP requests from the guest, %d replies to the guest MAC; at the guest: %d replies (parent.pcap, guest.pcap)",
+			guest.MAC(), gw, res.Received, res.Sent, node.ParentPoint(), len(onParent.From(guest.MAC()).ARPRequestsFor(gw)), len(onParent.To(guest.MAC()).Replies()), len(inGuest.To(guest.MAC()).Replies()))
 
 		By("the guest's requests leave through the parent")
 		Expect(onParent.From(guest.MAC()).ARPRequestsFor(gw)).NotTo(BeEmpty(),
@@ -57,6 +60,7 @@ var _ = Describe("A VM on a macvlan attachment under bridge binding", labels.Dat
 
 		neigh, err := guest.Neighbor(ctx, gw)
 		Expect(err).NotTo(HaveOccurred())
+		evidence.Note("VLAN-03", "guest neighbour %s lladdr %s state %s", gw, neigh.MAC, neigh.State)
 		Expect(neigh.State).To(BeElementOf("FAILED", "INCOMPLETE"), "the guest's neighbour entry for the gateway")
 	})
 
@@ -64,9 +68,11 @@ var _ = Describe("A VM on a macvlan attachment under bridge binding", labels.Dat
 	It("[VLAN-04] keeps the node's address on the parent and the guest apart", labels.Claim("VLAN-04"), func(ctx SpecContext) {
 		res, err := node.Ping(ctx, addr)
 		Expect(err).NotTo(HaveOccurred())
+		evidence.Note("VLAN-04", "node %s (%s on %s) -> guest %s: %d/%d replies", node.Name(), node.Address(), node.ParentPoint(), addr, res.Received, res.Sent)
 		Expect(res.Received).To(BeZero(), "node %s (%s) must not reach the macvlan guest %s", node.Name(), node.Address(), addr)
 		res, err = guest.Ping(ctx, node.Address().Addr())
 		Expect(err).NotTo(HaveOccurred())
+		evidence.Note("VLAN-04", "guest -> node %s: %d/%d replies", node.Address().Addr(), res.Received, res.Sent)
 		Expect(res.Received).To(BeZero(), "the macvlan guest must not reach the node's service address %s", node.Address())
 	})
 })

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/cozystack/vlan-conformance/fixtures"
+	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/suites/labels"
 )
@@ -23,6 +24,7 @@ var _ = Describe("A node without the bridge plugin", labels.Datapath, func() {
 		Expect(p.ApplyNAD(ctx, tenant, platform.NAD{Name: "vlan100", Config: fixtures.NAD("vlan100-bridge")})).To(Succeed())
 
 		_, err = startVM(ctx, p, "vm-noplugin", node, "vlan100", nextAddr(p.Config().GuestAddr, 20))
+		evidence.Note("VLAN-09", "node %s without bridge in %s; attachment error: %v", node.Name(), node.CNIBinDir(), err)
 		want := fmt.Sprintf("failed to find plugin %q in path [%s]", "bridge", node.CNIBinDir())
 		Expect(err).To(MatchError(ContainSubstring(want)), "the attachment on %s must fail naming the missing plugin", node.Name())
 	})

@@ -109,15 +109,31 @@ var _ = Describe("Staging when plugins cannot be written", labels.Stager, func()
 				Expect(names(line)).To(ConsistOf(failed), "the summary must name every failed plugin and only those: %q", line)
 
 				lines := res.LogLines()[:at]
-				from := 0
+				from, firstCause := 0, -1
 				for _, p := range failed {
 					i := causeLine(lines, from, p, want.cause)
 					Expect(i).To(BeNumerically(">=", 0),
 						"no line before the summary, after the previous failure's, names %s with its cause (%s)\n%s", p, want.cause, res.Log)
+					if firstCause < 0 {
+						firstCause = i
+					}
 					from = i + 1
 				}
 
-				Expect(res.TerminationMessage).To(ContainSubstring(summaryPrefix), "the termination message the kubelet reports")
+				// "printed as that plugin was attempted rather than next to the summary":
+				// the first cause reached the log before plugins attempted after it were written.
+				if later := installedAfter(lab, res, failed[0]); len(later) >= 3 {
+					last := later[len(later)-1]
+					f, _ := res.After.Get(last)
+					Expect(res.LogTimes[firstCause]).To(BeTemporally("<", f.CTime),
+						"the cause for %s was logged after %s, attempted later, was written: gathered at the end rather than printed as attempted\n%s", failed[0], last, res.Log)
+				}
+			})
+
+			// CLAIMS.md STG-06, evidence: "stderr lines, exit code, termination message"
+			It("[STG-06] leaves the summary as the container's termination message", labels.Claim("STG-06"), func() {
+				failed := notInstalled(lab, res)
+				Expect(res.TerminationMessage).To(ContainSubstring(summaryPrefix), "the termination message the kubelet reports (terminationMessagePath %s)", lab.Subject.TerminationMessagePath())
 				Expect(names(res.TerminationMessage)).To(ConsistOf(failed), "termination message: %q", res.TerminationMessage)
 			})
 
@@ -128,6 +144,23 @@ var _ = Describe("Staging when plugins cannot be written", labels.Stager, func()
 		})
 	}
 })
+
+// installedAfter lists the plugins staging attempts after plugin that
+// ended up installed, in that order.
+func installedAfter(lab *stager.Lab, res stager.Result, plugin string) []string {
+	var out []string
+	seen := false
+	for _, p := range stager.StagedPlugins {
+		if p == plugin {
+			seen = true
+			continue
+		}
+		if f, ok := res.After.Get(p); seen && ok && f.Hash == lab.ImageHash(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
 
 // causeLine is the index of the first line from `from` on that names
 // plugin and gives a cause matching re, or -1.

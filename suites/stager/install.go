@@ -102,7 +102,7 @@ var _ = Describe("Staging onto a generic Linux node that already carries plugins
 			Expect(c.After.Version).To(Equal(lab.ImageVersion()), "%s: %s before, %s after\n%s", p, describeFile(c.Before), c.After.Describe(), describeRun(first))
 			Expect(c.After.Pristine).To(BeTrue(), "%s is not the image's copy", p)
 		}
-		Expect(older).To(Equal(5), "the generic layout carries five staged plugins from %s", lab.OlderVersion())
+		Expect(older).To(BeNumerically(">", 0), "the generic layout must carry staged plugins from %s for this to prove anything", lab.OlderVersion())
 	})
 
 	// "No temporary file is left in /opt/cni/bin after a run" (CLAIMS.md)

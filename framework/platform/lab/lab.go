@@ -99,7 +99,7 @@ func New(ctx context.Context, cfg *config.Config) (*Lab, error) {
 		if err != nil {
 			return nil, errors.Join(err, l.Close(ctx))
 		}
-		if fn.Spec.Wiring == s.macvlanWiring && fn.Spec.Name == "node-m" {
+		if fn.Spec.Name == "node-m" {
 			l.macvlan = n
 		} else {
 			l.bridge = append(l.bridge, n)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/cozystack/vlan-conformance/fixtures"
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 )
@@ -36,8 +37,14 @@ func subjectFor(cfg *config.Config) subject {
 		s.bridgeWiring = fabric.AddrOnSubinterface
 	case config.CtlBothVLANsOneBridge:
 		s.bridgeWiring = fabric.BothVLANs
-	case config.CtlMacvlanHostShim:
-		s.macvlanWiring = fabric.MacvlanShim
+	case config.CtlMacvlanAsBridge:
+		s.macvlanWiring = fabric.GuideBridge
+		s.nadConfig = func(conf string) string {
+			if strings.Contains(conf, `"macvlan"`) {
+				return fixtures.NAD("vlan100-bridge")
+			}
+			return conf
+		}
 	case config.CtlJumboPath:
 		s.mtu = 9000
 	case config.CtlNodeHasBridge:

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/cozystack/vlan-conformance/framework/fabric"
+)
+
+func suiteNamespaces(t *testing.T) []string {
+	entries, _ := os.ReadDir(fabric.NetnsDir)
+	var out []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), fabric.Prefix) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// Bad input: one clear error, exit 2, nothing created.
+func TestBadInputExitsTwoAndCreatesNothing(t *testing.T) {
+	before := suiteNamespaces(t)
+	for _, args := range [][]string{
+		{"run", "--vlan=5000"},
+		{"run", "--subnet=203.0.113.0/99"},
+		{"run", "--gateway=198.51.100.1"},
+		{"run", "--uplink=vcf-missing0"},
+		{"run", "--plugin-dir=/nonexistent"},
+		{"selftest", "--lab-vm=sometimes"},
+		{"frobnicate"},
+	} {
+		os.Args = append([]string{"conformance"}, args...)
+		if code := mainCode(); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+	if after := suiteNamespaces(t); len(after) != len(before) {
+		t.Fatalf("bad input created namespaces: %v", after)
+	}
+}

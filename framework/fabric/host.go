@@ -1,0 +1,64 @@
+package fabric
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/vishvananda/netlink"
+)
+
+// HostSnapshot describes this namespace's links, addresses and routes (not
+// counters), so a run can prove it left the host as it found it.
+func HostSnapshot() (string, error) {
+	links, err := netlink.LinkList()
+	if err != nil {
+		return "", err
+	}
+	var lines []string
+	for _, l := range links {
+		a := l.Attrs()
+		lines = append(lines, fmt.Sprintf("link %s type %s mtu %d flags %s master %d mac %s", a.Name, l.Type(), a.MTU, a.Flags, a.MasterIndex, a.HardwareAddr))
+		addrs, err := netlink.AddrList(l, netlink.FAMILY_ALL)
+		if err != nil {
+			return "", err
+		}
+		for _, ad := range addrs {
+			lines = append(lines, fmt.Sprintf("addr %s dev %s", ad.IPNet, a.Name))
+		}
+	}
+	routes, err := netlink.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: 0}, netlink.RT_FILTER_TABLE)
+	if err != nil {
+		return "", err
+	}
+	for _, r := range routes {
+		lines = append(lines, "route "+r.String())
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n"), nil
+}
+
+// DiffSnapshots lists lines only in before ("-") or only in after ("+").
+func DiffSnapshots(before, after string) string {
+	in := func(s string) map[string]bool {
+		m := map[string]bool{}
+		for _, l := range strings.Split(s, "\n") {
+			m[l] = true
+		}
+		return m
+	}
+	b, a := in(before), in(after)
+	var out []string
+	for l := range b {
+		if !a[l] {
+			out = append(out, "- "+l)
+		}
+	}
+	for l := range a {
+		if !b[l] {
+			out = append(out, "+ "+l)
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, "\n")
+}
