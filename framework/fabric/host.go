@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"fmt"
+	"net"
 	"sort"
 	"strings"
 
@@ -18,12 +19,16 @@ func HostSnapshot() (string, error) {
 	var lines []string
 	for _, l := range links {
 		a := l.Attrs()
-		lines = append(lines, fmt.Sprintf("link %s type %s mtu %d flags %s master %d mac %s", a.Name, l.Type(), a.MTU, a.Flags, a.MasterIndex, a.HardwareAddr))
+		// Carrier (running) and IPv6 link-local state follow the wire, not us.
+		lines = append(lines, fmt.Sprintf("link %s type %s mtu %d flags %s master %d mac %s", a.Name, l.Type(), a.MTU, a.Flags&^net.FlagRunning, a.MasterIndex, a.HardwareAddr))
 		addrs, err := netlink.AddrList(l, netlink.FAMILY_ALL)
 		if err != nil {
 			return "", err
 		}
 		for _, ad := range addrs {
+			if ad.IP.IsLinkLocalUnicast() {
+				continue
+			}
 			lines = append(lines, fmt.Sprintf("addr %s dev %s", ad.IPNet, a.Name))
 		}
 	}
@@ -32,6 +37,9 @@ func HostSnapshot() (string, error) {
 		return "", err
 	}
 	for _, r := range routes {
+		if r.Dst != nil && (r.Dst.IP.IsLinkLocalUnicast() || r.Dst.IP.IsMulticast()) {
+			continue
+		}
 		lines = append(lines, "route "+r.String())
 	}
 	sort.Strings(lines)

@@ -90,6 +90,7 @@ func Verdicts(cases []TestCase, reportDir string) []Verdict {
 	var out []Verdict
 	for _, c := range claims.All {
 		v := Verdict{Claim: c, Verdict: "not run"}
+		var failure, skip string
 		for _, tc := range cases {
 			if !contains(ClaimIDs(tc.Name), c.ID) {
 				continue
@@ -97,13 +98,13 @@ func Verdicts(cases []TestCase, reportDir string) []Verdict {
 			switch {
 			case tc.Failed():
 				v.Failed++
-				if v.Reason == "" && tc.Failure != nil {
-					v.Reason = firstLine(tc.Failure.Message)
+				if failure == "" && tc.Failure != nil {
+					failure = firstLine(tc.Failure.Message)
 				}
 			case tc.Status == "skipped" || tc.Skipped != nil:
 				v.Skipped++
-				if v.Reason == "" && tc.Skipped != nil {
-					v.Reason = firstLine(tc.Skipped.Message)
+				if tc.Skipped != nil && (skip == "" || strings.Contains(skip, "Skip() was called")) {
+					skip = strings.TrimPrefix(firstLine(tc.Skipped.Message), "skipped - ")
 				}
 			default:
 				v.Passed++
@@ -111,11 +112,14 @@ func Verdicts(cases []TestCase, reportDir string) []Verdict {
 		}
 		switch {
 		case v.Failed > 0:
-			v.Verdict = "FAILED"
+			v.Verdict, v.Reason = "FAILED", failure
 		case v.Passed > 0:
 			v.Verdict = "passed"
+			if v.Skipped > 0 {
+				v.Reason = fmt.Sprintf("%d of its specs skipped: %s", v.Skipped, skip)
+			}
 		case v.Skipped > 0:
-			v.Verdict = "skipped"
+			v.Verdict, v.Reason = "skipped", skip
 		}
 		if c.Tier == "cluster" && v.Verdict == "not run" {
 			v.Reason = "cluster tier only"
