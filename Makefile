@@ -20,7 +20,7 @@ SUITE := $(BIN)/suites.test
 DRIVER := $(BIN)/conformance
 GOFILES := $(shell find . -name '*.go' -not -path './.cache/*' -not -path './bin/*') go.mod go.sum
 
-.PHONY: all build plugins conformance selftest test unit bench vet clean deps vendor-check
+.PHONY: all build plugins conformance selftest test unit bench vet clean deps vendor-check cleanup-check cleanup-check
 
 all: build
 
@@ -72,7 +72,12 @@ vendor-check: build
 	@if $(DRIVER) preflight >/dev/null 2>&1; then scripts/vendor-check.sh; \
 	else $(BIN)/labvm-smoke -cache $(CURDIR)/.cache/labvm -workdir $(CURDIR) -- $(CURDIR)/scripts/vendor-check.sh; fi
 
-test: deps vet unit conformance selftest vendor-check
+# A SIGINTed run cleans up; a SIGKILLed run's leftovers are swept by the next.
+cleanup-check: build
+	@if $(DRIVER) preflight >/dev/null 2>&1; then scripts/cleanup-check.sh; \
+	else $(BIN)/labvm-smoke -cache $(CURDIR)/.cache/labvm -workdir $(CURDIR) -- $(CURDIR)/scripts/cleanup-check.sh; fi
+
+test: deps vet unit conformance selftest vendor-check cleanup-check
 
 clean:
 	rm -rf $(BIN) reports/junit.xml reports/*.md reports/*.json reports/artifacts

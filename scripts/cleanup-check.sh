@@ -1,0 +1,34 @@
+#!/bin/sh
+# Cleanup, tested: a run killed with SIGKILL leaves its namespaces behind;
+# the next run must sweep them, and after it nothing of the suite's is
+# left. Also SIGINT: the suite must clean up after itself on Ctrl-C.
+# Needs a kernel with 8021q: `make cleanup-check` runs it in the lab VM here.
+set -u
+cd "$(dirname "$0")/.."
+report=${REPORT_DIR:-reports/cleanup}
+count() { ip netns list | grep -c '^vcf-' || true; }
+fail() { echo "cleanup-check: $*"; exit 1; }
+
+run_bg() {
+	bin/suites.test --report-dir "$report" --ginkgo.label-filter=datapath --ginkgo.no-color >"$report.log" 2>&1 &
+	pid=$!
+	# Wait until the fabric and a guest exist, then strike.
+	i=0
+	while [ "$(count)" -lt 6 ] && [ $i -lt 100 ]; do sleep 0.2; i=$((i + 1)); done
+	[ "$(count)" -ge 6 ] || fail "the suite never built its namespaces"
+}
+mkdir -p "$report"
+
+run_bg
+kill -INT $pid; wait $pid
+[ "$(count)" -eq 0 ] || fail "SIGINT left $(count) namespaces: $(ip netns list | tr '\n' ' ')"
+echo "cleanup-check: SIGINT: nothing left behind"
+
+run_bg
+kill -KILL $pid; wait $pid
+left=$(count)
+[ "$left" -gt 0 ] || fail "expected a SIGKILLed run to leave namespaces (the check itself is broken)"
+bin/conformance run --lab-vm=never --report-dir "$report" -- --ginkgo.label-filter=VLAN-09 --ginkgo.no-color >>"$report.log" 2>&1 ||
+	fail "the rerun failed (see $report.log)"
+[ "$(count)" -eq 0 ] || fail "the rerun left $(count) namespaces"
+echo "cleanup-check: SIGKILL left $left namespaces; the rerun swept them and left nothing"
