@@ -21,6 +21,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/platform/lab"
 
 	_ "github.com/cozystack/vlan-conformance/suites/datapath"
+	_ "github.com/cozystack/vlan-conformance/suites/stager"
 )
 
 var cfg = config.Register(flag.CommandLine)
@@ -68,8 +69,9 @@ var _ = JustAfterEach(func(ctx SpecContext) {
 	if !report.Failed() || !cfg.DumpOnFailure {
 		return
 	}
-	p, err := platform.Ready(ctx)
-	if err != nil {
+	// Dump only a platform that exists (a stager spec needs none).
+	p, ok := platform.Built()
+	if !ok {
 		return
 	}
 	name := strings.Trim(slug.ReplaceAllString(report.LeafNodeText, "-"), "-")

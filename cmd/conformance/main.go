@@ -27,7 +27,6 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/kernel"
 	"github.com/cozystack/vlan-conformance/framework/labvm"
-	"github.com/cozystack/vlan-conformance/framework/report"
 )
 
 type driver struct {
@@ -39,6 +38,8 @@ type driver struct {
 	suiteArgs []string // the config flags as given, for the suite binary
 	extra     []string // after "--": passed to the suite verbatim
 	rawArgs   []string // everything after the subcommand, for re-running in the VM
+	part      string   // which specs/controls this process runs: all, native, labvm
+	inVM      bool     // the lab part must run in the lab VM (decided once)
 }
 
 func main() {
@@ -72,9 +73,9 @@ func mainCode() int {
 	if d.sub == "preflight" {
 		return d.preflight()
 	}
-	// bench stays on the host to time the VM boot; its inner run goes in.
 	if d.sub != "bench" {
-		if code, handled := d.maybeInVM(ctx); handled {
+		code, ok := d.decideVM()
+		if !ok {
 			return code
 		}
 	}
@@ -98,6 +99,7 @@ func (d *driver) parse() error {
 	fs.StringVar(&d.labVM, "lab-vm", "auto", "run the lab tier in a QEMU VM with a Debian kernel: auto (when the kernel lacks options), always, never")
 	fs.StringVar(&d.suite, "suite-binary", "bin/suites.test", "the compiled suite")
 	fs.StringVar(&d.cacheDir, "cache-dir", ".cache", "cache for the lab VM's kernel and initramfs")
+	fs.StringVar(&d.part, "part", "all", "internal: which specs this process runs (all, native, labvm)")
 	args := d.rawArgs
 	for i, a := range args {
 		if a == "--" {
@@ -112,7 +114,7 @@ func (d *driver) parse() error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q (suite flags go after --)", fs.Args())
 	}
-	driverFlags := map[string]bool{"lab-vm": true, "suite-binary": true, "cache-dir": true}
+	driverFlags := map[string]bool{"lab-vm": true, "suite-binary": true, "cache-dir": true, "part": true}
 	fs.Visit(func(f *flag.Flag) {
 		if !driverFlags[f.Name] {
 			d.suiteArgs = append(d.suiteArgs, "--"+f.Name+"="+f.Value.String())
@@ -148,39 +150,47 @@ func (d *driver) preflight() int {
 	return 1
 }
 
-// maybeInVM re-runs this very command inside the lab VM when the kernel
-// lacks what the lab needs, and returns its exit code.
-func (d *driver) maybeInVM(ctx context.Context) (int, bool) {
-	if d.cfg.Tier != "lab" || labvm.Inside() || d.labVM == "never" {
-		if d.labVM == "never" && !labvm.Inside() && d.cfg.Tier == "lab" {
-			if missing, err := kernel.Missing(); err == nil && len(missing) > 0 {
-				fmt.Fprintf(os.Stderr, "%v:\n%s", kernel.ErrMissing, kernel.Describe(missing))
-				return 1, true
-			}
-		}
-		return 0, false
+// decideVM works out whether the lab part of this run needs the lab VM: the
+// tier is lab, we are not inside it already, and the kernel lacks options
+// (or --lab-vm=always). With --lab-vm=never and a kernel that lacks them,
+// it is an error. ok=false means stop with code.
+func (d *driver) decideVM() (code int, ok bool) {
+	if d.cfg.Tier != "lab" || labvm.Inside() || d.part != "all" {
+		return 0, true
 	}
-	if d.labVM == "auto" {
-		missing, err := kernel.Missing()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "preflight:", err)
-			return 1, true
-		}
-		if len(missing) == 0 {
-			return 0, false
-		}
-		fmt.Fprintf(os.Stderr, "preflight: this kernel lacks\n%srunning the lab tier in the lab VM\n", kernel.Describe(missing))
+	if d.labVM == "always" {
+		d.inVM = true
+		return 0, true
 	}
+	missing, err := kernel.Missing()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "preflight:", err)
+		return 1, false
+	}
+	if len(missing) == 0 {
+		return 0, true
+	}
+	if d.labVM == "never" {
+		fmt.Fprintf(os.Stderr, "%v:\n%s", kernel.ErrMissing, kernel.Describe(missing))
+		return 1, false
+	}
+	fmt.Fprintf(os.Stderr, "preflight: this kernel lacks\n%sthe datapath and ARP specs run in the lab VM; the stager specs run here\n", kernel.Describe(missing))
+	d.inVM = true
+	return 0, true
+}
+
+// runInVM runs this command's lab part inside the lab VM and returns its
+// exit code. The VM shares the working directory, so reports come back.
+func (d *driver) runInVM(ctx context.Context) int {
 	self, err := os.Executable()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		return 1, true
+		return 1
 	}
 	wd, _ := os.Getwd()
 	cache, _ := filepath.Abs(filepath.Join(d.cacheDir, "labvm"))
 	cmd := append([]string{self, d.sub}, d.rawArgs...)
-	// --lab-vm=never goes before any "--" so the inner driver does not recurse.
-	cmd = insertBeforeDashDash(cmd, "--lab-vm=never")
+	cmd = insertBeforeDashDash(cmd, "--lab-vm=never", "--part=labvm")
 	code, err := labvm.Run(ctx, labvm.Config{
 		CacheDir: cache, WorkDir: wd, Command: cmd,
 		Env:    []string{"CI=" + os.Getenv("CI")},
@@ -188,20 +198,20 @@ func (d *driver) maybeInVM(ctx context.Context) (int, bool) {
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lab VM:", err)
-		return 1, true
+		return 1
 	}
-	return code, true
+	return code
 }
 
-func insertBeforeDashDash(args []string, flag string) []string {
+func insertBeforeDashDash(args []string, flags ...string) []string {
 	for i, a := range args {
 		if a == "--" {
 			out := append([]string{}, args[:i]...)
-			out = append(out, flag)
+			out = append(out, flags...)
 			return append(out, args[i:]...)
 		}
 	}
-	return append(args, flag)
+	return append(args, flags...)
 }
 
 // runSuite runs the compiled suite with args and returns its exit code. On
@@ -250,44 +260,6 @@ func (d *driver) execSuite(ctx context.Context, args []string, out io.Writer) in
 		fmt.Fprintln(os.Stderr, "suite:", err)
 		return 1
 	}
-}
-
-func (d *driver) run(ctx context.Context) int {
-	junit := filepath.Join(d.cfg.ReportDir, "junit.xml")
-	if err := os.MkdirAll(d.cfg.ReportDir, 0o755); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	os.RemoveAll(filepath.Join(d.cfg.ReportDir, "artifacts"))
-	args := append(append([]string{}, d.suiteArgs...), "--ginkgo.junit-report="+junit)
-	args = append(args, d.extra...)
-	code := d.runSuite(ctx, args)
-	cases, err := report.ReadJUnit(junit)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "report:", err)
-		return max(code, 1)
-	}
-	out := filepath.Join(d.cfg.ReportDir, "conformance.md")
-	if err := report.WriteConformance(out, d.environment(), report.Verdicts(cases, d.cfg.ReportDir)); err != nil {
-		fmt.Fprintln(os.Stderr, "report:", err)
-		return max(code, 1)
-	}
-	fmt.Printf("report: %s, %s\n", out, junit)
-	return code
-}
-
-func (d *driver) environment() report.Environment {
-	env := report.Environment{Tier: d.cfg.Tier, Control: d.cfg.Control, Where: "natively"}
-	if labvm.Inside() {
-		env.Where = "in the lab VM (QEMU, Debian kernel)"
-	}
-	var u syscall.Utsname
-	if syscall.Uname(&u) == nil {
-		env.Kernel = utsString(u.Release[:])
-	}
-	out, _ := exec.Command(filepath.Join(d.cfg.PluginDir, "bridge")).CombinedOutput()
-	env.Plugins = strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)[0] + " (" + d.cfg.PluginDir + ")"
-	return env
 }
 
 func utsString(b []int8) string {

@@ -63,6 +63,9 @@ type Node interface {
 	Ping(ctx context.Context, dst netip.Addr, opts ...PingOption) (PingResult, error)
 	// WithoutPlugin removes a plugin from the node's CNIBinDir until restore.
 	WithoutPlugin(ctx context.Context, plugin string) (restore func() error, err error)
+	// BridgeFDB reads the forwarding database of the node's VLAN bridge
+	// (br100): which port each MAC was learned on (ARP-06).
+	BridgeFDB(ctx context.Context) ([]FDBEntry, error)
 }
 
 // Gateway is the upstream router on the VLAN.
@@ -75,6 +78,12 @@ type Gateway interface {
 	OtherVLANAddress() netip.Addr
 	// NeighTimers reports the gateway's neighbour-table timers.
 	NeighTimers(ctx context.Context) (NeighTimers, error)
+	// NeighProfile is the timer profile the fixture declares for the
+	// gateway (what the suite set); NeighTimers is what it reports running.
+	NeighProfile(ctx context.Context) (NeighProfile, error)
+	// StartPing pings dst every interval until the stream is stopped,
+	// recording each echo request (ARP-03..05).
+	StartPing(ctx context.Context, dst netip.Addr, interval time.Duration) (PingStream, error)
 }
 
 // Guest is a running VM as seen from inside (its console in a cluster).
@@ -139,6 +148,9 @@ type Neighbor struct {
 	IP    netip.Addr
 	MAC   net.HardwareAddr
 	State string // REACHABLE, STALE, DELAY, PROBE, FAILED, INCOMPLETE, PERMANENT, NOARP, or "" when absent
+	// Confirmed is when the entry was last confirmed (an ARP reply, or
+	// upper-layer feedback), to 10 ms; zero when the tier cannot tell.
+	Confirmed time.Time
 }
 
 // NeighTimers are the neighbour-table settings that bound how long a stale
@@ -149,6 +161,49 @@ type NeighTimers struct {
 	RetransTime     time.Duration
 	UcastSolicit    int
 	GCStaleTime     time.Duration
+	McastSolicit    int // broadcast probes when resolving afresh
+	McastResolicit  int // broadcast probes after the unicast ones in PROBE (0: none)
+	// ReachableTime is the REACHABLE lifetime the kernel drew for the
+	// interface, uniformly from [BaseReachable/2, 3*BaseReachable/2); 0
+	// when unknown (it is not a sysctl: the neighbour table reports it).
+	ReachableTime time.Duration
+}
+
+// NeighProfile is a named set of neighbour timers a fixture declares for
+// a gateway; specs derive their bounds from it, never from what the
+// gateway happens to run.
+type NeighProfile struct {
+	Name   string // "tuned", "default"
+	Timers NeighTimers
+	Source string // where the values come from, for the report
+}
+
+// FDBEntry is one entry of a bridge's forwarding database.
+type FDBEntry struct {
+	MAC   net.HardwareAddr
+	Port  string // the bridge port the MAC sits behind
+	Local bool   // the bridge's or a port's own address, not learned
+}
+
+// Probe is one echo request of a PingStream.
+type Probe struct {
+	Seq   int
+	Sent  time.Time
+	Reply time.Time // zero when no reply came back
+	Err   error     // a local send error, nil otherwise
+}
+
+// Answered reports whether the probe's reply came back.
+func (p Probe) Answered() bool { return !p.Reply.IsZero() }
+
+// PingStream is a continuous ping: one echo request every interval, sent
+// whether or not the previous one was answered.
+type PingStream interface {
+	// Probes returns what has been sent so far.
+	Probes() []Probe
+	// Stop stops sending, waits briefly for outstanding replies and returns
+	// every probe. Calling it again returns the same probes.
+	Stop() []Probe
 }
 
 // PingResult is what one ping run observed.
@@ -209,6 +264,16 @@ func Configure(cfg *config.Config, build func(context.Context) (Platform, error)
 	current = &facade{cfg: cfg, build: build}
 }
 
+// Configured is the run's configuration, nil before Configure. The lab
+// reads its negative control from it where its constructor does not
+// hand the control down (the gateway's timers).
+func Configured() *config.Config {
+	if current == nil {
+		return nil
+	}
+	return current.cfg
+}
+
 // Current is the platform of this run. Its Config is always available; the
 // rest only after Ready.
 func Current() Platform { return current }
@@ -222,6 +287,14 @@ func Ready(ctx context.Context) (Platform, error) {
 		return nil, current.err
 	}
 	return current, nil
+}
+
+// Built returns the platform if Ready has built it.
+func Built() (Platform, bool) {
+	if current == nil || current.Platform == nil {
+		return nil, false
+	}
+	return current, true
 }
 
 // Shutdown removes what the platform created, if it was built.

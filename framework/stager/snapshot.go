@@ -151,15 +151,7 @@ func pluginVersion(p string) string {
 	}
 	mod := bi.Main
 	if mod.Path != pluginsModule {
-		found := false
-		for _, d := range bi.Deps {
-			if d.Path == pluginsModule && strings.HasPrefix(bi.Path, pluginsModule+"/") {
-				mod, found = *d, true
-			}
-		}
-		if !found {
-			return ""
-		}
+		return ""
 	}
 	if mod.Version != "" && mod.Version != "(devel)" {
 		return mod.Version

@@ -16,7 +16,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -179,5 +178,3 @@ func notInstalled(lab *stager.Lab, res stager.Result) []string {
 func describeRun(res stager.Result) string {
 	return fmt.Sprintf("exit code %d\n%s\nlog:\n%s", res.ExitCode, res.Table(), res.Log)
 }
-
-func contains(list []string, s string) bool { return slices.Contains(list, s) }

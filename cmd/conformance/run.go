@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+
+	"github.com/cozystack/vlan-conformance/framework/labvm"
+	"github.com/cozystack/vlan-conformance/framework/report"
+)
+
+// The stager specs need root but no kernel options; the rest need the lab
+// network. When the lab part runs in the VM, the stager part runs here: it
+// execs hundreds of short processes, ten times slower under TCG.
+const nativeLabel = "stager"
+
+// labelFilter is the Ginkgo label filter of a part, combined with the
+// user's own (from the arguments after "--").
+func labelFilter(part, user string) string {
+	var f string
+	switch part {
+	case "native":
+		f = nativeLabel
+	case "labvm":
+		f = "!" + nativeLabel
+	}
+	switch {
+	case user == "":
+		return f
+	case f == "":
+		return user
+	}
+	return "(" + user + ") && " + f
+}
+
+// splitLabelFilter takes --ginkgo.label-filter out of the extra arguments.
+func splitLabelFilter(extra []string) (rest []string, filter string) {
+	for i := 0; i < len(extra); i++ {
+		a := extra[i]
+		switch {
+		case strings.HasPrefix(a, "--ginkgo.label-filter="), strings.HasPrefix(a, "-ginkgo.label-filter="):
+			filter = a[strings.Index(a, "=")+1:]
+		case a == "--ginkgo.label-filter" || a == "-ginkgo.label-filter":
+			if i+1 < len(extra) {
+				filter = extra[i+1]
+				i++
+			}
+		default:
+			rest = append(rest, a)
+		}
+	}
+	return rest, filter
+}
+
+func (d *driver) junitPath(part string) string {
+	if part == "all" {
+		return filepath.Join(d.cfg.ReportDir, "junit.xml")
+	}
+	return filepath.Join(d.cfg.ReportDir, "junit-"+part+".xml")
+}
+
+// runPart runs the suite's specs of one part here and returns its exit code.
+func (d *driver) runPart(ctx context.Context, part string) int {
+	extra, user := splitLabelFilter(d.extra)
+	args := append(append([]string{}, d.suiteArgs...), "--ginkgo.junit-report="+d.junitPath(part))
+	if f := labelFilter(part, user); f != "" {
+		args = append(args, "--ginkgo.label-filter="+f)
+	}
+	if labvm.Inside() {
+		os.WriteFile(filepath.Join(d.cfg.ReportDir, "kernel-"+part+".txt"), []byte(kernelRelease()), 0o644)
+	}
+	return d.runSuite(ctx, append(args, extra...))
+}
+
+func (d *driver) run(ctx context.Context) int {
+	if err := os.MkdirAll(d.cfg.ReportDir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if d.part != "all" {
+		return d.runPart(ctx, d.part)
+	}
+	os.RemoveAll(filepath.Join(d.cfg.ReportDir, "artifacts"))
+	junit := d.junitPath("all")
+	env := d.environment()
+	code := 0
+	if !d.inVM {
+		code = d.runPart(ctx, "all")
+	} else {
+		native := d.runPart(ctx, "native")
+		lab := d.runInVM(ctx)
+		code = max(native, lab)
+		if err := mergeJUnit(junit, d.junitPath("native"), d.junitPath("labvm")); err != nil {
+			fmt.Fprintln(os.Stderr, "report:", err)
+			return max(code, 1)
+		}
+		vmKernel, _ := os.ReadFile(filepath.Join(d.cfg.ReportDir, "kernel-labvm.txt"))
+		env.Where = fmt.Sprintf("datapath and ARP specs in the lab VM (QEMU, Debian kernel %s); stager specs natively (kernel %s)", vmKernel, env.Kernel)
+		env.Kernel = fmt.Sprintf("%s (lab VM), %s (host)", vmKernel, env.Kernel)
+	}
+	cases, err := report.ReadJUnit(junit)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "report:", err)
+		return max(code, 1)
+	}
+	out := filepath.Join(d.cfg.ReportDir, "conformance.md")
+	if err := report.WriteConformance(out, env, report.Verdicts(cases, d.cfg.ReportDir)); err != nil {
+		fmt.Fprintln(os.Stderr, "report:", err)
+		return max(code, 1)
+	}
+	fmt.Printf("report: %s, %s\n", out, junit)
+	return code
+}
+
+var (
+	suitesRE = regexp.MustCompile(`(?s)<testsuites[^>]*>(.*)</testsuites>`)
+	// A spec the part's label filter left out: Ginkgo records it as skipped
+	// with the bare message "skipped" (a Skip() call says why).
+	filteredRE = regexp.MustCompile(`(?s)\s*<testcase [^>]*status="skipped"[^>]*>\s*<skipped message="skipped"></skipped>\s*</testcase>`)
+)
+
+// mergeJUnit joins the <testsuite> elements of several Ginkgo JUnit files
+// into one file, so junit.xml holds every spec of the run once: the specs a
+// part's filter left out are dropped (the suite-level counts stay per part).
+func mergeJUnit(out string, parts ...string) error {
+	var body strings.Builder
+	for _, p := range parts {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		m := suitesRE.FindSubmatch(b)
+		if m == nil {
+			return fmt.Errorf("%s: no <testsuites>", p)
+		}
+		body.Write(filteredRE.ReplaceAll(m[1], nil))
+	}
+	return os.WriteFile(out, []byte(`<?xml version="1.0" encoding="UTF-8"?>`+"\n<testsuites>"+body.String()+"</testsuites>\n"), 0o644)
+}
+
+func (d *driver) environment() report.Environment {
+	env := report.Environment{Tier: d.cfg.Tier, Control: d.cfg.Control, Where: "natively", Kernel: kernelRelease()}
+	if labvm.Inside() {
+		env.Where = "in the lab VM (QEMU, Debian kernel)"
+	}
+	out, _ := exec.Command(filepath.Join(d.cfg.PluginDir, "bridge")).CombinedOutput()
+	env.Plugins = strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)[0] + " (" + d.cfg.PluginDir + ")"
+	return env
+}
+
+func kernelRelease() string {
+	var u syscall.Utsname
+	if syscall.Uname(&u) != nil {
+		return "unknown"
+	}
+	return utsString(u.Release[:])
+}
