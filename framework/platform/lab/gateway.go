@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
 
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
@@ -24,6 +27,7 @@ type labGateway struct {
 	ns                *fabric.Namespace
 	addr, otherAddr   netip.Addr
 	iface, otherIface string
+	profile           string // the declared neighbour timer profile
 }
 
 func (g *labGateway) Address() netip.Addr          { return g.addr }
@@ -40,19 +44,35 @@ func (g *labGateway) Neighbor(_ context.Context, ip netip.Addr) (platform.Neighb
 	return neighbor(g.ns.Handle, g.iface, ip)
 }
 
-// neighProfiles are the gateway's neighbour timers: the kernel's documented
-// defaults, and a tuned profile that keeps the ARP suite short.
+// neighProfiles are the gateway's neighbour timers, part of the fixture:
+// the kernel's documented defaults (Documentation/networking/ip-sysctl.rst,
+// net.ipv4.neigh.*), and a tuned profile that keeps the ARP suite short.
+// Every key the recovery bound depends on is written, none is inherited.
 var neighProfiles = map[string]map[string]string{
-	"default": {"base_reachable_time_ms": "30000", "delay_first_probe_time": "5", "retrans_time_ms": "1000", "ucast_solicit": "3", "mcast_solicit": "3", "gc_stale_time": "60"},
-	"tuned":   {"base_reachable_time_ms": "2000", "delay_first_probe_time": "1", "retrans_time_ms": "1000", "ucast_solicit": "3", "mcast_solicit": "3", "gc_stale_time": "60"},
+	"default": {"base_reachable_time_ms": "30000", "delay_first_probe_time": "5", "retrans_time_ms": "1000", "ucast_solicit": "3", "mcast_solicit": "3", "mcast_resolicit": "0", "app_solicit": "0", "gc_stale_time": "60"},
+	"tuned":   {"base_reachable_time_ms": "2000", "delay_first_probe_time": "1", "retrans_time_ms": "1000", "ucast_solicit": "3", "mcast_solicit": "3", "mcast_resolicit": "0", "app_solicit": "0", "gc_stale_time": "60"},
+}
+
+var neighProfileSource = map[string]string{
+	"default": "the kernel's documented defaults (ip-sysctl.rst, net.ipv4.neigh.*)",
+	"tuned":   "the lab's tuned profile (--arp-profile=tuned): base_reachable_time_ms and delay_first_probe_time shortened",
 }
 
 func (g *labGateway) sysctlDir() string { return filepath.Join("/proc/sys/net/ipv4/neigh", g.iface) }
 
-// setTimers writes the profile into the gateway's neighbour sysctls.
+// setTimers declares the profile and writes into the gateway's neighbour
+// sysctls the timers the subject runs: the profile itself, or what a
+// negative control puts in its place (subject.go).
 func (g *labGateway) setTimers(profile string) error {
+	g.profile = profile
+	vals := neighProfiles[profile]
+	// lab.New builds the gateway without its subject; the run's
+	// configuration is the one the platform was configured with.
+	if cfg := platform.Configured(); cfg != nil {
+		vals = subjectFor(cfg).gatewayTimers(vals)
+	}
 	return nsexec.Do(g.ns.Path, func() error {
-		for k, v := range neighProfiles[profile] {
+		for k, v := range vals {
 			if err := os.WriteFile(filepath.Join(g.sysctlDir(), k), []byte(v), 0o644); err != nil {
 				return fmt.Errorf("gateway neigh %s: %w", k, err)
 			}
@@ -61,35 +81,61 @@ func (g *labGateway) setTimers(profile string) error {
 	})
 }
 
+func (g *labGateway) NeighProfile(_ context.Context) (platform.NeighProfile, error) {
+	vals, ok := neighProfiles[g.profile]
+	if !ok {
+		return platform.NeighProfile{}, fmt.Errorf("no neighbour timer profile %q", g.profile)
+	}
+	t, err := timersFrom(func(k string) (int, error) { return strconv.Atoi(vals[k]) })
+	return platform.NeighProfile{Name: g.profile, Timers: t, Source: neighProfileSource[g.profile]}, err
+}
+
 func (g *labGateway) NeighTimers(_ context.Context) (platform.NeighTimers, error) {
 	var t platform.NeighTimers
 	err := nsexec.Do(g.ns.Path, func() error {
-		read := func(k string) (int, error) {
+		var err error
+		t, err = timersFrom(func(k string) (int, error) {
 			b, err := os.ReadFile(filepath.Join(g.sysctlDir(), k))
 			if err != nil {
 				return 0, err
 			}
 			return strconv.Atoi(strings.TrimSpace(string(b)))
+		})
+		if err != nil {
+			return err
 		}
-		vals := map[string]int{}
-		for _, k := range []string{"base_reachable_time_ms", "delay_first_probe_time", "retrans_time_ms", "ucast_solicit", "gc_stale_time"} {
-			v, err := read(k)
-			if err != nil {
-				return err
-			}
-			vals[k] = v
-		}
-		t = platform.NeighTimers{
-			BaseReachable:   time.Duration(vals["base_reachable_time_ms"]) * time.Millisecond,
-			DelayFirstProbe: time.Duration(vals["delay_first_probe_time"]) * time.Second,
-			RetransTime:     time.Duration(vals["retrans_time_ms"]) * time.Millisecond,
-			UcastSolicit:    vals["ucast_solicit"],
-			GCStaleTime:     time.Duration(vals["gc_stale_time"]) * time.Second,
-		}
-		return nil
+		t.ReachableTime, err = reachableTime(g.iface)
+		return err
 	})
 	return t, err
 }
+
+func timersFrom(read func(key string) (int, error)) (platform.NeighTimers, error) {
+	vals := map[string]int{}
+	for _, k := range []string{"base_reachable_time_ms", "delay_first_probe_time", "retrans_time_ms", "ucast_solicit", "mcast_solicit", "mcast_resolicit", "gc_stale_time"} {
+		v, err := read(k)
+		if err != nil {
+			return platform.NeighTimers{}, fmt.Errorf("neigh %s: %w", k, err)
+		}
+		vals[k] = v
+	}
+	return platform.NeighTimers{
+		BaseReachable:   time.Duration(vals["base_reachable_time_ms"]) * time.Millisecond,
+		DelayFirstProbe: time.Duration(vals["delay_first_probe_time"]) * time.Second,
+		RetransTime:     time.Duration(vals["retrans_time_ms"]) * time.Millisecond,
+		UcastSolicit:    vals["ucast_solicit"],
+		McastSolicit:    vals["mcast_solicit"],
+		McastResolicit:  vals["mcast_resolicit"],
+		GCStaleTime:     time.Duration(vals["gc_stale_time"]) * time.Second,
+	}, nil
+}
+
+func (g *labGateway) StartPing(_ context.Context, dst netip.Addr, interval time.Duration) (platform.PingStream, error) {
+	return probe.StartStream(g.ns.Path, dst, interval, streamLinger)
+}
+
+// streamLinger is how long a stopped stream waits for its last replies.
+const streamLinger = 500 * time.Millisecond
 
 // vendorGateway is a real gateway the suite cannot drive: observations
 // from its side are not available.
@@ -107,6 +153,12 @@ func (v vendorGateway) Neighbor(context.Context, netip.Addr) (platform.Neighbor,
 func (v vendorGateway) NeighTimers(context.Context) (platform.NeighTimers, error) {
 	return platform.NeighTimers{}, fmt.Errorf("the vendor gateway's timers: %w", platform.ErrNotObservable)
 }
+func (v vendorGateway) NeighProfile(context.Context) (platform.NeighProfile, error) {
+	return platform.NeighProfile{}, fmt.Errorf("the vendor gateway's timers are not the suite's to declare: %w", platform.ErrNotObservable)
+}
+func (v vendorGateway) StartPing(context.Context, netip.Addr, time.Duration) (platform.PingStream, error) {
+	return nil, fmt.Errorf("ping from the vendor's gateway: %w", platform.ErrNotObservable)
+}
 
 // neighbor reads the entry for ip on iface ("" = any interface).
 func neighbor(h *netlink.Handle, iface string, ip netip.Addr) (platform.Neighbor, error) {
@@ -122,9 +174,12 @@ func neighbor(h *netlink.Handle, iface string, ip netip.Addr) (platform.Neighbor
 	if err != nil {
 		return platform.Neighbor{}, err
 	}
+	now := time.Now()
 	for _, n := range list {
 		if a, ok := netip.AddrFromSlice(n.IP); ok && a.Unmap() == ip {
-			return platform.Neighbor{IP: ip, MAC: n.HardwareAddr, State: neighState(n.State)}, nil
+			// The cache info counts clock ticks ago, at USER_HZ (100 on Linux).
+			confirmed := now.Add(-time.Duration(n.Confirmed) * 10 * time.Millisecond)
+			return platform.Neighbor{IP: ip, MAC: n.HardwareAddr, State: neighState(n.State), Confirmed: confirmed}, nil
 		}
 	}
 	return platform.Neighbor{IP: ip}, nil
@@ -151,3 +206,66 @@ func neighState(s int) string {
 	}
 	return fmt.Sprintf("0x%x", s)
 }
+
+// reachableTime asks the neighbour table (RTM_GETNEIGHTBL, as `ip ntable`
+// does) for the REACHABLE lifetime the kernel drew for iface: it is
+// re-drawn from [base/2, 3*base/2) when base_reachable_time_ms is written
+// and every 300 s, and no sysctl shows it. The calling thread must be in
+// the interface's namespace.
+func reachableTime(iface string) (time.Duration, error) {
+	l, err := netlink.LinkByName(iface)
+	if err != nil {
+		return 0, err
+	}
+	req := nl.NewNetlinkRequest(unix.RTM_GETNEIGHTBL, unix.NLM_F_DUMP)
+	req.AddData(ndtmsg{family: unix.AF_INET})
+	msgs, err := req.Execute(unix.NETLINK_ROUTE, unix.RTM_NEWNEIGHTBL)
+	if err != nil {
+		return 0, fmt.Errorf("neighbour table dump: %w", err)
+	}
+	for _, m := range msgs {
+		if len(m) < ndtmsgLen {
+			continue
+		}
+		attrs, err := nl.ParseRouteAttr(m[ndtmsgLen:])
+		if err != nil {
+			return 0, err
+		}
+		for _, a := range attrs {
+			if a.Attr.Type != ndtaParms {
+				continue
+			}
+			parms, err := nl.ParseRouteAttr(a.Value)
+			if err != nil {
+				return 0, err
+			}
+			var ifindex int
+			var reach time.Duration
+			for _, p := range parms {
+				switch {
+				case p.Attr.Type == ndtpaIfindex && len(p.Value) >= 4:
+					ifindex = int(binary.NativeEndian.Uint32(p.Value))
+				case p.Attr.Type == ndtpaReachableTime && len(p.Value) >= 8:
+					reach = time.Duration(binary.NativeEndian.Uint64(p.Value)) * time.Millisecond
+				}
+			}
+			if ifindex == l.Attrs().Index {
+				return reach, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("the ARP table has no parameters for %s", iface)
+}
+
+// From linux/neighbour.h.
+const (
+	ndtmsgLen          = 4 // struct ndtmsg: family, 3 bytes of padding
+	ndtaParms          = 6 // NDTA_PARMS
+	ndtpaIfindex       = 1 // NDTPA_IFINDEX
+	ndtpaReachableTime = 3 // NDTPA_REACHABLE_TIME, u64 ms
+)
+
+type ndtmsg struct{ family uint8 }
+
+func (m ndtmsg) Len() int          { return ndtmsgLen }
+func (m ndtmsg) Serialize() []byte { return []byte{m.family, 0, 0, 0} }

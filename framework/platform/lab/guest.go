@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -76,10 +77,14 @@ func startGuest(ctx context.Context, l *Lab, spec platform.VMSpec) (_ *guest, er
 	if err != nil {
 		return nil, err
 	}
+	subj := subjectFor(l.cfg)
+	// A pinned MAC reaches the plugin as Multus passes KubeVirt's: the MAC
+	// CNI arg (and the "mac" capability); none leaves the veth the kernel's
+	// random, locally administered one.
 	att := cni.Attachment{
 		NADNamespace: spec.Namespace, NADName: nadName, Config: conf,
 		PodNamespace: spec.Namespace, PodName: "virt-launcher-" + spec.Name,
-		ContainerID: "vcf-" + spec.Name, Netns: g.pod.Path, IfName: "net1", MAC: spec.MAC,
+		ContainerID: "vcf-" + spec.Name, Netns: g.pod.Path, IfName: "net1", MAC: subj.vmMAC(spec, l.macInUse),
 	}
 	rt := l.cniRuntime(n)
 	var ips []netip.Prefix
@@ -104,7 +109,30 @@ func startGuest(ctx context.Context, l *Lab, spec platform.VMSpec) (_ *guest, er
 	if err := applyCloudInit(g.vm.Handle, spec.CloudInit); err != nil {
 		return nil, fmt.Errorf("cloud-init: %w", err)
 	}
+	if subj.announceAtBoot {
+		if err := g.announce(); err != nil {
+			return nil, fmt.Errorf("announce at boot: %w", err)
+		}
+		// Let the announcement reach the gateway before the VM counts as up.
+		time.Sleep(100 * time.Millisecond)
+	}
 	return g, nil
+}
+
+// macInUse reports whether a running guest of the lab has the MAC.
+func (l *Lab) macInUse(mac string) bool {
+	want, err := net.ParseMAC(mac)
+	if err != nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, g := range l.guests {
+		if bytes.Equal(g.mac, want) {
+			return true
+		}
+	}
+	return false
 }
 
 // podNetwork gives the guest its first NIC with the default route.
@@ -258,6 +286,13 @@ func (g *guest) ARPProbe(_ context.Context, ip netip.Addr, timeout time.Duration
 }
 
 func (g *guest) AnnounceGARP(_ context.Context) error {
+	if subjectFor(g.lab.cfg).silentGuest {
+		return nil
+	}
+	return g.announce()
+}
+
+func (g *guest) announce() error {
 	src, err := g.vlanAddr()
 	if err != nil {
 		return err

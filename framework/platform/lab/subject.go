@@ -1,12 +1,17 @@
 package lab
 
 import (
+	"crypto/sha256"
 	"encoding/json"
+	"maps"
+	"net"
+	"strconv"
 	"strings"
 
 	"github.com/cozystack/vlan-conformance/fixtures"
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
+	"github.com/cozystack/vlan-conformance/framework/platform"
 )
 
 // subject is what the lab builds for a run: the guide's setup, or the
@@ -19,12 +24,26 @@ type subject struct {
 	nadConfig     func(string) string
 	cloudInit     func(string) string
 	keepPlugins   bool // WithoutPlugin does nothing
+
+	// ARP and MAC (ARP-01..06).
+	// gatewayTimers maps the declared neighbour profile to what the
+	// gateway really runs.
+	gatewayTimers func(declared map[string]string) map[string]string
+	// vmMAC is the MAC the attachment is asked for, given the VM's spec
+	// and whether a MAC is held by a running VM ("" = the plugin's random one).
+	vmMAC func(spec platform.VMSpec, inUse func(mac string) bool) string
+	// announceAtBoot: the guest sends a gratuitous ARP once its address is up.
+	announceAtBoot bool
+	// silentGuest: the guest's gratuitous ARP never leaves it.
+	silentGuest bool
 }
 
 func subjectFor(cfg *config.Config) subject {
 	s := subject{
 		bridgeWiring: fabric.GuideBridge, macvlanWiring: fabric.MacvlanParent, mtu: 1500,
 		nadConfig: same, cloudInit: same,
+		gatewayTimers: func(d map[string]string) map[string]string { return d },
+		vmMAC:         func(spec platform.VMSpec, _ func(string) bool) string { return spec.MAC },
 	}
 	switch cfg.Control {
 	case config.CtlNoSubinterface:
@@ -56,6 +75,32 @@ func subjectFor(cfg *config.Config) subject {
 			"type": "host-local", "subnet": cfg.Subnet, "rangeStart": "203.0.113.100", "rangeEnd": "203.0.113.120",
 			"dataDir": "/run/vcf-host-local",
 		})
+	case config.CtlARPNameDerivedMAC:
+		s.vmMAC = func(spec platform.VMSpec, _ func(string) bool) string {
+			if spec.MAC != "" {
+				return spec.MAC
+			}
+			return nameMAC(spec.Namespace + "/" + spec.Name)
+		}
+	case config.CtlARPAnnounceAtBoot:
+		s.announceAtBoot = true
+	case config.CtlARPLongTimers:
+		s.gatewayTimers = func(d map[string]string) map[string]string {
+			out := maps.Clone(d)
+			out["base_reachable_time_ms"] = strconv.Itoa(config.LongBaseReachableMS)
+			return out
+		}
+	case config.CtlARPSilentGuest:
+		s.silentGuest = true
+	case config.CtlARPPinIgnored:
+		s.vmMAC = func(platform.VMSpec, func(string) bool) string { return "" }
+	case config.CtlARPUniqueMACs:
+		s.vmMAC = func(spec platform.VMSpec, inUse func(string) bool) string {
+			if spec.MAC != "" && inUse(spec.MAC) {
+				return ""
+			}
+			return spec.MAC
+		}
 	case config.CtlDefaultRouteOnVLAN:
 		s.cloudInit = func(ud string) string {
 			// One more line under the VLAN NIC: a default route via the gateway.
@@ -66,6 +111,12 @@ func subjectFor(cfg *config.Config) subject {
 }
 
 func same(s string) string { return s }
+
+// nameMAC is a locally administered unicast MAC derived from a VM's name.
+func nameMAC(name string) string {
+	h := sha256.Sum256([]byte(name))
+	return net.HardwareAddr{0x02, h[0], h[1], h[2], h[3], h[4]}.String()
+}
 
 // setKey sets a top-level key of NAD configs of one plugin type.
 func setKey(pluginType, key string, value any) func(string) string {
