@@ -18,8 +18,11 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster"
 	"github.com/cozystack/vlan-conformance/framework/platform/lab"
 
+	_ "github.com/cozystack/vlan-conformance/suites/arp"
+	_ "github.com/cozystack/vlan-conformance/suites/cluster"
 	_ "github.com/cozystack/vlan-conformance/suites/datapath"
 	_ "github.com/cozystack/vlan-conformance/suites/stager"
 )
@@ -46,6 +49,12 @@ func TestConformance(t *testing.T) {
 				return nil, err
 			}
 			return l, nil
+		case "cluster":
+			c, err := cluster.New(ctx, cfg)
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
 		default:
 			return nil, fmt.Errorf("tier %q is not built into this binary yet", cfg.Tier)
 		}

@@ -43,6 +43,8 @@ type Config struct {
 	Control        string // negative control to apply ("" = the guide's subject)
 	ARPProfile     string // gateway neighbour timers: "tuned" or "default"
 	DumpOnFailure  bool   // write namespace dumps next to a failed spec's evidence
+
+	Cluster ClusterConfig // the cluster tier's flags (cluster.go)
 }
 
 // Register binds the flags to fs with the guide's defaults.
@@ -66,6 +68,7 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.Control, "control", "", "negative control: run the specs against a deliberately broken subject (see --list-controls)")
 	fs.StringVar(&c.ARPProfile, "arp-profile", "tuned", "lab gateway neighbour timers: tuned or default")
 	fs.BoolVar(&c.DumpOnFailure, "dump-on-failure", true, "dump every namespace's links, addresses, routes, neighbours and FDB when a spec fails")
+	registerCluster(fs, c)
 	return c
 }
 
@@ -144,6 +147,7 @@ func (c *Config) Validate() error {
 	default:
 		add("--arp-profile %q: want tuned or default", c.ARPProfile)
 	}
+	errs = append(errs, c.validateCluster())
 	if c.Control != "" && !knownControl(c.Control) {
 		add("--control %q: unknown (known: %s)", c.Control, strings.Join(ControlIDs(), ", "))
 	}

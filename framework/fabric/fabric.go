@@ -63,6 +63,10 @@ type NodeSpec struct {
 	Name    string
 	Wiring  Wiring
 	Address netip.Prefix // the node's own address on the VLAN
+	// Netns, if set, is an existing network namespace to cable instead of a
+	// new one: a kind node container's /proc/<pid>/ns/net. The fabric
+	// neither creates nor deletes it; Destroy deletes the links it made there.
+	Netns string
 }
 
 // Spec is the whole fabric.
@@ -90,6 +94,7 @@ type Fabric struct {
 	Gateway *Namespace // nil in vendor mode
 	Nodes   []*Node
 	made    []string // namespace names to delete, in creation order
+	cabled  []*Node  // nodes in namespaces the fabric did not make
 }
 
 // Namespace is a named network namespace with a netlink handle into it.
@@ -134,6 +139,37 @@ func NewNamespace(name string) (*Namespace, error) {
 		return nil, fmt.Errorf("netns %s: lo up: %w", name, err)
 	}
 	return ns, nil
+}
+
+// Uncable deletes the links a fabric made in a namespace it does not own
+// (the bridge and the uplink), for a run other than the one that made them.
+func Uncable(path string) error {
+	ns, err := openNamespace("node", path)
+	if err != nil {
+		return err
+	}
+	defer ns.Handle.Close()
+	var errs []error
+	for _, name := range []string{BridgeName, UplinkName} {
+		if l, err := ns.Handle.LinkByName(name); err == nil {
+			errs = append(errs, ns.Handle.LinkDel(l))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// openNamespace opens a namespace the fabric does not own.
+func openNamespace(name, path string) (*Namespace, error) {
+	h, err := netns.GetFromPath(path)
+	if err != nil {
+		return nil, fmt.Errorf("open netns of %s at %s: %w", name, path, err)
+	}
+	defer h.Close()
+	nh, err := netlink.NewHandleAt(h, unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, err
+	}
+	return &Namespace{Name: name, Path: path, Handle: nh}, nil
 }
 
 // Delete removes the namespace; its links go with it.
@@ -213,6 +249,17 @@ func Build(spec Spec) (_ *Fabric, err error) {
 // Destroy removes every namespace the fabric made.
 func (f *Fabric) Destroy() error {
 	var errs []error
+	// Links in namespaces the fabric did not make go first, while the
+	// gateway end of their trunk still exists: the bridge, and the uplink
+	// (its VLAN sub-interfaces and its gateway peer go with it).
+	for _, n := range f.cabled {
+		for _, name := range []string{BridgeName, UplinkName} {
+			if l, err := n.Handle.LinkByName(name); err == nil {
+				errs = append(errs, n.Handle.LinkDel(l))
+			}
+		}
+	}
+	f.cabled = nil
 	for i := len(f.made) - 1; i >= 0; i-- {
 		errs = append(errs, DeleteNamespace(f.made[i]))
 	}
@@ -260,12 +307,23 @@ func (f *Fabric) buildGateway() error {
 
 // addNode creates a node namespace, cables it and provisions its VLAN.
 func (f *Fabric) addNode(spec NodeSpec) (*Node, error) {
-	ns, err := NewNamespace(spec.Name)
-	if err != nil {
-		return nil, err
+	var ns *Namespace
+	if spec.Netns != "" {
+		var err error
+		if ns, err = openNamespace(spec.Name, spec.Netns); err != nil {
+			return nil, err
+		}
+	} else {
+		var err error
+		if ns, err = NewNamespace(spec.Name); err != nil {
+			return nil, err
+		}
+		f.made = append(f.made, ns.Name)
 	}
-	f.made = append(f.made, ns.Name)
 	n := &Node{Spec: spec, Netns: ns.Path, Handle: ns.Handle}
+	if spec.Netns != "" {
+		f.cabled = append(f.cabled, n)
+	}
 	uplinkName := UplinkName
 	if f.Spec.Uplink != "" {
 		// Vendor mode: the VLAN sub-interface is created on the real NIC

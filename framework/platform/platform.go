@@ -306,3 +306,76 @@ func Shutdown(ctx context.Context) error {
 	current.Platform = nil
 	return p.Close(ctx)
 }
+
+// Provision builds the platform now when its tier provisions shared
+// infrastructure that must exist before any spec (a cluster, made once per
+// run in SynchronizedBeforeSuite); the lab stays lazy, so specs that need no
+// network run where its fabric cannot be built.
+func Provision(ctx context.Context) error {
+	if current == nil || current.cfg == nil || current.cfg.Tier != "cluster" {
+		return nil
+	}
+	_, err := Ready(ctx)
+	return err
+}
+
+// As finds an optional capability of the run's platform, e.g.
+// As[KubeVMs](p): specs check a capability and skip without it, never the
+// tier's name.
+func As[T any](p Platform) (T, bool) {
+	if f, ok := p.(*facade); ok {
+		p = f.Platform
+	}
+	t, ok := p.(T)
+	return t, ok
+}
+
+// KubeVMs is a platform whose VMs are Kubernetes objects (the cluster
+// tier): their events and status come from the API server.
+type KubeVMs interface {
+	// VMEvents lists the events about a VM of spec: its VirtualMachine,
+	// VirtualMachineInstance and launcher pods, oldest first.
+	VMEvents(ctx context.Context, namespace, vmName string) ([]Event, error)
+	// VMStatus reads the VM's instance as the API server holds it now.
+	VMStatus(ctx context.Context, g Guest) (VMStatus, error)
+	// StartVMNoWait creates the VM's objects and returns without waiting
+	// for it to become ready (for claims about a VM that must not start).
+	StartVMNoWait(ctx context.Context, spec VMSpec) error
+}
+
+// Event is a Kubernetes event about an object.
+type Event struct {
+	Object  string // Kind/name
+	Type    string // Normal, Warning
+	Reason  string
+	Message string
+}
+
+// VMStatus is what the API server says about a running VM.
+type VMStatus struct {
+	VMUID, VMIUID string
+	Node          string
+	// VLANMAC is the MAC of the VLAN interface in the VMI's
+	// status.interfaces (the network named after the NAD).
+	VLANMAC net.HardwareAddr
+}
+
+// CNIStaging is a platform whose Multus DaemonSet the suite renders and
+// rolls out, and whose nodes' /opt/cni/bin it can read (STG-09).
+type CNIStaging interface {
+	// SetStaging renders the Multus DaemonSet with staging on or off
+	// (networking.stageCniPlugins), rolls it out on every node and returns
+	// the init containers of the pod template as the API server holds it
+	// afterwards. ErrNotObservable where the suite does not own Multus.
+	SetStaging(ctx context.Context, on bool) (initContainers []string, err error)
+	// CNIBin reads a node's /opt/cni/bin: file name -> state.
+	CNIBin(ctx context.Context, n Node) (map[string]FileState, error)
+}
+
+// FileState is a file as a node holds it.
+type FileState struct {
+	SHA256 string
+	Mode   uint32
+	MTime  time.Time
+	Size   int64
+}

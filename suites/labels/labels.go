@@ -9,6 +9,7 @@ var (
 	Datapath = Label("datapath")
 	Stager   = Label("stager")
 	ARP      = Label("arp")
+	Cluster  = Label("cluster") // claims only a cluster can prove (suites/cluster)
 )
 
 // Claim is the label of one claim, e.g. Claim("VLAN-03").

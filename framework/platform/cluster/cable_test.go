@@ -1,0 +1,124 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/fabric"
+	"github.com/cozystack/vlan-conformance/framework/kernel"
+	"github.com/cozystack/vlan-conformance/framework/probe"
+)
+
+// Two "node containers" stand in for kind nodes: processes in network
+// namespaces of their own, found by PID as kind's runtime would report it.
+// The cabling must build the guide's step 1 inside them and take it all out
+// again, leaving the processes and their namespaces alone.
+//
+// It needs root and CONFIG_VLAN_8021Q. Where the kernel lacks it, run it in
+// the lab VM:
+//
+//	go test -c -o bin/cluster.test ./framework/platform/cluster
+//	bin/labvm-smoke -- /work/main/bin/cluster.test -test.run TestCablingNodeContainers -test.v
+func TestCablingNodeContainers(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("cabling needs root (network namespaces, veths)")
+	}
+	missing, err := kernel.Missing()
+	if err != nil {
+		t.Skipf("cannot probe kernel options: %v", err)
+	}
+	for _, o := range missing {
+		if o.Name == "CONFIG_VLAN_8021Q" || o.Name == "CONFIG_BRIDGE" || o.Name == "CONFIG_VETH" {
+			t.Skipf("this kernel lacks %s (%s); run this test in the lab VM: go test -c -o bin/cluster.test ./framework/platform/cluster && bin/labvm-smoke -- $PWD/bin/cluster.test -test.run TestCablingNodeContainers -test.v", o.Name, o.Why)
+		}
+	}
+	cfg := &config.Config{VLAN: 100, OtherVLAN: 200, Subnet: "203.0.113.0/24", Gateway: "203.0.113.1", OtherSubnet: "198.51.100.0/24", OtherGateway: "198.51.100.1", ARPProfile: "tuned"}
+	c, err := newCluster(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"vcf-t-worker", "vcf-t-worker2"}
+	for _, n := range names {
+		cmd := exec.Command("sleep", "300")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		c.pids[n] = cmd.Process.Pid
+	}
+	subnet := netip.MustParsePrefix(cfg.Subnet)
+	var specs []fabric.NodeSpec
+	for i, n := range names {
+		specs = append(specs, fabric.NodeSpec{Name: n, Wiring: fabric.GuideBridge, Address: nodeAddr(subnet, i)})
+	}
+	if err := c.cable(specs, netip.MustParsePrefix("203.0.113.1/24"), netip.MustParsePrefix("198.51.100.1/24")); err != nil {
+		t.Fatal(err)
+	}
+	defer c.fab.Destroy()
+	for i, n := range c.nodes {
+		h := n.fab.Handle
+		sub, err := h.LinkByName("uplink.100")
+		if err != nil {
+			t.Fatalf("%s: %v", n.name, err)
+		}
+		br, err := h.LinkByName("br100")
+		if err != nil {
+			t.Fatalf("%s: %v", n.name, err)
+		}
+		if v, ok := sub.(*netlink.Vlan); !ok || v.VlanId != 100 || sub.Attrs().MasterIndex != br.Attrs().Index {
+			t.Fatalf("%s: uplink.100 must be VLAN 100 enslaved to br100: %+v", n.name, sub.Attrs())
+		}
+		addrs, _ := h.AddrList(br, netlink.FAMILY_V4)
+		if len(addrs) != 1 || addrs[0].IPNet.String() != nodeAddr(subnet, i).String() {
+			t.Fatalf("%s: br100 addresses %v", n.name, addrs)
+		}
+		if n.netnsPath() != fmt.Sprintf("/proc/%d/ns/net", c.pids[n.name]) {
+			t.Fatalf("the node is reached through its PID's netns")
+		}
+		res, err := probe.Ping(context.Background(), c.fab.Gateway.Path, n.addr.Addr())
+		if err != nil || !res.Succeeded() {
+			t.Fatalf("the gateway must reach %s at %s over VLAN 100: %+v %v", n.name, n.addr, res, err)
+		}
+	}
+	nodes := c.nodes
+	if err := c.fab.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		h, err := netlink.NewHandleAt(mustNS(t, n.netnsPath()), unix.NETLINK_ROUTE)
+		if err != nil {
+			t.Fatal(err)
+		}
+		links, _ := h.LinkList()
+		for _, l := range links {
+			if l.Attrs().Name != "lo" {
+				t.Errorf("%s: link %s left behind", n.name, l.Attrs().Name)
+			}
+		}
+		h.Close()
+	}
+	if _, err := os.Stat("/run/netns/vcf-gw"); err == nil {
+		t.Error("the gateway netns is left behind")
+	}
+
+}
+
+func mustNS(t *testing.T, path string) netnsHandle {
+	t.Helper()
+	h, err := openNS(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
+}

@@ -1,0 +1,232 @@
+// Package kind makes, reuses and deletes the cluster tier's kind cluster
+// through kind's Go library (sigs.k8s.io/kind/pkg/cluster): nothing is
+// installed or downloaded at run time; kind drives the container runtime
+// binary it is given (docker, podman or nerdctl).
+package kind
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
+	kindcluster "sigs.k8s.io/kind/pkg/cluster"
+	"sigs.k8s.io/kind/pkg/cluster/nodes"
+	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
+	"sigs.k8s.io/kind/pkg/log"
+	"sigs.k8s.io/yaml"
+)
+
+// ParseConfig reads a kind cluster configuration strictly (an unknown key is
+// an error) and checks what the suite relies on: at least one worker.
+func ParseConfig(raw []byte) (*v1alpha4.Cluster, error) {
+	var c v1alpha4.Cluster
+	if err := yaml.UnmarshalStrict(raw, &c); err != nil {
+		return nil, fmt.Errorf("kind config: %w", err)
+	}
+	if c.Kind != "Cluster" || c.APIVersion != "kind.x-k8s.io/v1alpha4" {
+		return nil, fmt.Errorf("kind config: want kind: Cluster, apiVersion: kind.x-k8s.io/v1alpha4, got %q %q", c.Kind, c.APIVersion)
+	}
+	if len(Workers(&c)) == 0 {
+		return nil, errors.New("kind config: no worker node (VMs run on workers)")
+	}
+	return &c, nil
+}
+
+// Workers lists the worker nodes of a configuration.
+func Workers(c *v1alpha4.Cluster) []v1alpha4.Node {
+	var out []v1alpha4.Node
+	for _, n := range c.Nodes {
+		if n.Role == v1alpha4.WorkerRole {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// NodeNames are the container names kind gives a configuration's nodes:
+// <name>-control-plane, <name>-control-plane2, <name>-worker, <name>-worker2...
+func NodeNames(name string, c *v1alpha4.Cluster) (controlPlanes, workers []string) {
+	suffix := func(i int) string {
+		if i == 0 {
+			return ""
+		}
+		return strconv.Itoa(i + 1)
+	}
+	for _, n := range c.Nodes {
+		switch n.Role {
+		case v1alpha4.ControlPlaneRole:
+			controlPlanes = append(controlPlanes, name+"-control-plane"+suffix(len(controlPlanes)))
+		case v1alpha4.WorkerRole:
+			workers = append(workers, name+"-worker"+suffix(len(workers)))
+		}
+	}
+	return controlPlanes, workers
+}
+
+// Options describe the cluster to make.
+type Options struct {
+	Name           string
+	Runtime        string // docker, podman, nerdctl
+	Config         []byte // kind cluster configuration
+	NodeImage      string // "" = kind's default
+	KubeconfigPath string // where kind writes the kubeconfig (never ~/.kube/config)
+	WaitForReady   time.Duration
+	Logger         log.Logger // nil = silent
+}
+
+// Cluster is a kind cluster, made by this run or found.
+type Cluster struct {
+	Name     string
+	Runtime  string
+	Created  bool // this run made it, so this run may delete it
+	provider *kindcluster.Provider
+}
+
+func provider(runtime string, logger log.Logger) *kindcluster.Provider {
+	if logger == nil {
+		logger = log.NoopLogger{}
+	}
+	opts := []kindcluster.ProviderOption{kindcluster.ProviderWithLogger(logger)}
+	switch runtime {
+	case "podman":
+		opts = append(opts, kindcluster.ProviderWithPodman())
+	case "nerdctl":
+		opts = append(opts, kindcluster.ProviderWithNerdctl("nerdctl"))
+	default:
+		opts = append(opts, kindcluster.ProviderWithDocker())
+	}
+	return kindcluster.NewProvider(opts...)
+}
+
+// Up returns the named cluster, making it if it does not exist. A cluster
+// that existed before (say `make kind-up`) is reused and never deleted.
+func Up(o Options) (*Cluster, error) {
+	p := provider(o.Runtime, o.Logger)
+	c := &Cluster{Name: o.Name, Runtime: o.Runtime, provider: p}
+	existing, err := p.List()
+	if err != nil {
+		return nil, fmt.Errorf("kind: list clusters with %s: %w", o.Runtime, err)
+	}
+	if slices.Contains(existing, o.Name) {
+		if o.KubeconfigPath != "" {
+			if err := p.ExportKubeConfig(o.Name, o.KubeconfigPath, false); err != nil {
+				return nil, fmt.Errorf("kind: kubeconfig of %s: %w", o.Name, err)
+			}
+		}
+		return c, nil
+	}
+	opts := []kindcluster.CreateOption{
+		kindcluster.CreateWithRawConfig(o.Config),
+		kindcluster.CreateWithWaitForReady(o.WaitForReady),
+		kindcluster.CreateWithDisplayUsage(false),
+		kindcluster.CreateWithDisplaySalutation(false),
+	}
+	if o.NodeImage != "" {
+		opts = append(opts, kindcluster.CreateWithNodeImage(o.NodeImage))
+	}
+	if o.KubeconfigPath != "" {
+		opts = append(opts, kindcluster.CreateWithKubeconfigPath(o.KubeconfigPath))
+	}
+	if err := p.Create(o.Name, opts...); err != nil {
+		return nil, fmt.Errorf("kind: create cluster %s: %w", o.Name, err)
+	}
+	c.Created = true
+	return c, nil
+}
+
+// Find returns an existing cluster without making one.
+func Find(name, runtime string) (*Cluster, error) {
+	p := provider(runtime, nil)
+	existing, err := p.List()
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(existing, name) {
+		return nil, fmt.Errorf("kind: no cluster %q", name)
+	}
+	return &Cluster{Name: name, Runtime: runtime, provider: p}, nil
+}
+
+// Kubeconfig is the cluster's kubeconfig (external address).
+func (c *Cluster) Kubeconfig() (string, error) { return c.provider.KubeConfig(c.Name, false) }
+
+// Node is a node container.
+type Node struct {
+	Name string
+	Role string // control-plane, worker
+	node nodes.Node
+}
+
+// Nodes lists the node containers, sorted by name.
+func (c *Cluster) Nodes() ([]Node, error) {
+	ns, err := c.provider.ListInternalNodes(c.Name)
+	if err != nil {
+		return nil, err
+	}
+	var out []Node
+	for _, n := range ns {
+		role, err := n.Role()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Node{Name: n.String(), Role: role, node: n})
+	}
+	slices.SortFunc(out, func(a, b Node) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// PID is the node container's init process as the host sees it: its
+// /proc/<pid>/ns/net is the node's network namespace, /proc/<pid>/root its
+// file system.
+func PID(ctx context.Context, runtime, container string) (int, error) {
+	out, err := exec.CommandContext(ctx, runtime, "inspect", "--format", "{{.State.Pid}}", container).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%w: %s", err, bytes.TrimSpace(ee.Stderr))
+		}
+		return 0, fmt.Errorf("%s inspect %s: %w", runtime, container, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil || pid <= 0 {
+		return 0, fmt.Errorf("%s inspect %s: no running process (%q)", runtime, container, out)
+	}
+	return pid, nil
+}
+
+// LoadArchive imports a docker-archive tarball into every node's
+// containerd, as `kind load image-archive` does.
+func (c *Cluster) LoadArchive(path string) error {
+	ns, err := c.Nodes()
+	if err != nil {
+		return err
+	}
+	for _, n := range ns {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		err = nodeutils.LoadImageArchive(n.node, f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("kind load %s into %s: %w", path, n.Name, err)
+		}
+	}
+	return nil
+}
+
+// ExportLogs writes `kind export logs` into dir.
+func (c *Cluster) ExportLogs(dir string) error { return c.provider.CollectLogs(c.Name, dir) }
+
+// Delete deletes the cluster (kubeconfigPath: the file Up wrote, or "").
+func (c *Cluster) Delete(kubeconfigPath string) error {
+	return c.provider.Delete(c.Name, kubeconfigPath)
+}

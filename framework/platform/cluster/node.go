@@ -1,0 +1,99 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/cozystack/vlan-conformance/framework/evidence"
+	"github.com/cozystack/vlan-conformance/framework/fabric"
+	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/probe"
+)
+
+// node is a Kubernetes node that runs VMs. In a kind cluster it is a node
+// container: its network namespace and file system are reached from the
+// host through /proc/<pid> of its init process. On an existing cluster the
+// suite has no such access: only what the API shows.
+type node struct {
+	name string
+	pid  int          // 0: not reachable from here (an existing cluster)
+	fab  *fabric.Node // the guide's step 1 in this node (kind only)
+	addr netip.Prefix
+}
+
+func (n *node) Name() string          { return n.name }
+func (n *node) CNIBinDir() string     { return "/opt/cni/bin" }
+func (n *node) Address() netip.Prefix { return n.addr }
+
+func (n *node) netnsPath() string { return fmt.Sprintf("/proc/%d/ns/net", n.pid) }
+
+// hostPath is a path of the node's file system as the host sees it.
+func (n *node) hostPath(p string) string {
+	return filepath.Join(fmt.Sprintf("/proc/%d/root", n.pid), p)
+}
+
+func (n *node) notObservable(what string) error {
+	return fmt.Errorf("%s on node %s of an existing cluster: %w", what, n.name, platform.ErrNotObservable)
+}
+
+func (n *node) ParentPoint() evidence.Point {
+	if n.pid == 0 {
+		return evidence.Point{Label: "uplink.100 on " + n.name + " (not observable)"}
+	}
+	return evidence.Point{Netns: n.netnsPath(), Iface: n.fab.Parent, Label: n.fab.Parent + " on " + n.name}
+}
+
+func (n *node) Ping(ctx context.Context, dst netip.Addr, opts ...platform.PingOption) (platform.PingResult, error) {
+	if n.pid == 0 {
+		return platform.PingResult{}, n.notObservable("ping")
+	}
+	return probe.Ping(ctx, n.netnsPath(), dst, opts...)
+}
+
+// WithoutPlugin hides a plugin of the node's /opt/cni/bin under another
+// name in the same directory until restore.
+func (n *node) WithoutPlugin(_ context.Context, plugin string) (func() error, error) {
+	if n.pid == 0 {
+		return nil, n.notObservable("removing a plugin")
+	}
+	p := n.hostPath(filepath.Join(n.CNIBinDir(), plugin))
+	hidden := n.hostPath(filepath.Join(n.CNIBinDir(), ".vcf-hidden-"+plugin))
+	if err := os.Rename(p, hidden); err != nil {
+		return nil, err
+	}
+	return func() error { return os.Rename(hidden, p) }, nil
+}
+
+func (n *node) BridgeFDB(_ context.Context) ([]platform.FDBEntry, error) {
+	if n.pid == 0 {
+		return nil, n.notObservable("the bridge FDB")
+	}
+	h := n.fab.Handle
+	br, err := h.LinkByName(fabric.BridgeName)
+	if err != nil {
+		return nil, err
+	}
+	list, err := h.NeighList(0, unix.AF_BRIDGE)
+	if err != nil {
+		return nil, err
+	}
+	var out []platform.FDBEntry
+	for _, e := range list {
+		if e.MasterIndex != br.Attrs().Index && e.LinkIndex != br.Attrs().Index {
+			continue
+		}
+		port := ""
+		if l, err := h.LinkByIndex(e.LinkIndex); err == nil {
+			port = l.Attrs().Name
+		}
+		out = append(out, platform.FDBEntry{MAC: append(net.HardwareAddr(nil), e.HardwareAddr...), Port: port, Local: e.State&netlink.NUD_PERMANENT != 0})
+	}
+	return out, nil
+}

@@ -1,0 +1,150 @@
+package cluster
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/vm"
+)
+
+// OwnedLabel marks every object the suite creates, so it deletes exactly
+// those afterwards (and a later run sweeps what a killed one left).
+const OwnedLabel = "vlan-conformance.cozystack.io/owned"
+
+func owned() map[string]string { return map[string]string{OwnedLabel: "true"} }
+
+// InstanceName is the VirtualMachine's name for a vm-instance application
+// (the chart's fullname: the release vm-instance-<name>).
+func InstanceName(app string) string { return "vm-instance-" + app }
+
+// CloudInitSecretName is the chart's Secret carrying the userData.
+func CloudInitSecretName(app string) string { return InstanceName(app) + "-cloud-init" }
+
+// Guest is how the suite reaches the guest image: its default user, and
+// the password cloud-init gives it for the serial console.
+type GuestImage struct {
+	Image, User, Password string
+}
+
+// Rendered is what the suite applies for one vm-instance application.
+type Rendered struct {
+	Secret *corev1.Secret
+	VM     *kubevirtv1.VirtualMachine
+}
+
+// renderVM renders a vm-instance application as the chart does for
+// `networks: [{name: ...}]` and `cloudInit: |`: interfaces default (bridge)
+// plus one bridge interface per network, networks default (pod) plus one
+// multus network <namespace>/<name> per network, and the cloud-init userData
+// in a Secret (userData only: the chart has no networkData). What the suite
+// adds, and why: a containerDisk system disk (no CDI in the suite), the
+// serial-console password appended to the userData, a node selector to place
+// the VM, and its ownership label.
+func renderVM(spec platform.VMSpec, img GuestImage, nodeName string) Rendered {
+	name := InstanceName(spec.Name)
+	labels := map[string]string{
+		"app.kubernetes.io/name":     "vm-instance",
+		"app.kubernetes.io/instance": name,
+		OwnedLabel:                   "true",
+	}
+	opts := []vm.Option{
+		vm.WithLabels(labels),
+		vm.WithRunStrategy(kubevirtv1.RunStrategyAlways),
+		vm.WithTemplateAnnotation("kubevirt.io/allow-pod-bridge-network-live-migration", "true"),
+		vm.WithResources(1, 1, "1Gi"),
+		vm.WithFirmwareUUID(stableUUID(spec.Namespace, name)),
+		vm.WithMachineType(""),
+		vm.WithContainerDisk("disk-system", img.Image, 1),
+		vm.WithCloudInitSecret(CloudInitSecretName(spec.Name)),
+		vm.WithBridgeInterface("default"),
+	}
+	for _, n := range spec.Networks {
+		opts = append(opts, vm.WithBridgeInterface(n))
+	}
+	if spec.MAC != "" && len(spec.Networks) > 0 {
+		opts = append(opts, vm.WithInterfaceMAC(spec.Networks[0], spec.MAC))
+	}
+	opts = append(opts, vm.WithTerminationGracePeriod(30), vm.WithPodNetwork("default"))
+	for _, n := range spec.Networks {
+		opts = append(opts, vm.WithMultusNetwork(n, spec.Namespace+"/"+n))
+	}
+	if nodeName != "" {
+		opts = append(opts, vm.WithNodeSelector(map[string]string{"kubernetes.io/hostname": nodeName}))
+	}
+	return Rendered{
+		Secret: vm.CloudInitSecret(CloudInitSecretName(spec.Name), spec.Namespace, withConsoleLogin(spec.CloudInit, img.Password), vm.Labeled(labels)),
+		VM:     vm.New(name, spec.Namespace, opts...),
+	}
+}
+
+// withConsoleLogin appends a password for the image's default user to the
+// guide's userData, untouched otherwise: the serial console is the suite's
+// only way in.
+func withConsoleLogin(userData, password string) string {
+	if !strings.HasSuffix(userData, "\n") {
+		userData += "\n"
+	}
+	return userData + "# Added by the conformance suite: a password for the serial console.\npassword: " + password + "\nchpasswd:\n  expire: false\n"
+}
+
+// stableUUID derives the firmware UUID from the namespace and name, as the
+// chart does, so a re-created VM keeps its cloud-init instance identity and
+// only its MAC changes.
+func stableUUID(namespace, name string) string {
+	sum := sha256.Sum256([]byte(namespace + "-" + name + "-"))
+	h := hex.EncodeToString(sum[:])
+	return fmt.Sprintf("%s-%s-4%s-9%s-%s", h[0:8], h[8:12], h[13:16], h[17:20], h[20:32])
+}
+
+func renderNAD(namespace string, nad platform.NAD) *nadv1.NetworkAttachmentDefinition {
+	return vm.NAD(nad.Name, namespace, nad.Config, vm.Labeled(owned()))
+}
+
+func renderNamespace(name string) *corev1.Namespace { return vm.Namespace(name, vm.Labeled(owned())) }
+
+// toYAML prints an object as `kubectl get -o yaml` would show what was
+// applied: no creationTimestamp: null, no empty status.
+func toYAML(obj any) (string, error) {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return "", err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return "", err
+	}
+	prune(m)
+	out, err := yaml.Marshal(m)
+	return string(out), err
+}
+
+func prune(m map[string]any) {
+	for k, v := range m {
+		switch v := v.(type) {
+		case nil:
+			if k == "creationTimestamp" {
+				delete(m, k)
+			}
+		case map[string]any:
+			prune(v)
+			if len(v) == 0 && k == "status" {
+				delete(m, k)
+			}
+		case []any:
+			for _, e := range v {
+				if em, ok := e.(map[string]any); ok {
+					prune(em)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,92 @@
+package arp
+
+import (
+	"testing"
+	"time"
+
+	"github.com/cozystack/vlan-conformance/framework/platform"
+)
+
+func TestBoundFollowsTheStateMachine(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name   string
+		timers platform.NeighTimers
+		want   time.Duration
+	}{
+		// 45 s REACHABLE at most, 5 s DELAY, 3 × 1 s PROBE, two 50 ms
+		// intervals, 0.5 s slack, and 8/63 of each timer + 10 ms for the
+		// timer wheel: 45/7.875+0.01 + 5/7.875+0.01 + 3 × (1/7.875+0.01).
+		{"default", platform.NeighTimers{BaseReachable: 30000 * ms, DelayFirstProbe: 5 * time.Second, RetransTime: time.Second, UcastSolicit: 3}, 53600*ms + wheel(45000, 5000, 1000, 1000, 1000)},
+		{"tuned", platform.NeighTimers{BaseReachable: 2000 * ms, DelayFirstProbe: time.Second, RetransTime: time.Second, UcastSolicit: 3}, 7600*ms + wheel(3000, 1000, 1000, 1000, 1000)},
+		// Broadcast re-probes in PROBE count as probes too.
+		{"resolicit", platform.NeighTimers{BaseReachable: 2000 * ms, DelayFirstProbe: time.Second, RetransTime: time.Second, UcastSolicit: 3, McastResolicit: 2}, 9600*ms + wheel(3000, 1000, 1000, 1000, 1000, 1000, 1000)},
+	} {
+		if got := boundFor(tc.timers, 50*ms).Total(); got != tc.want {
+			t.Errorf("%s: bound %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// wheel is the timer-wheel term for timers of the given milliseconds.
+func wheel(ms ...int) time.Duration {
+	var d time.Duration
+	for _, m := range ms {
+		d += time.Duration(m)*time.Millisecond*8/63 + 10*time.Millisecond
+	}
+	return d
+}
+
+func TestExpectedFailover(t *testing.T) {
+	tm := platform.NeighTimers{ReachableTime: 2500 * time.Millisecond, DelayFirstProbe: time.Second, RetransTime: time.Second, UcastSolicit: 3}
+	confirmed := time.Unix(1000, 0)
+	early, late, ok := expectedFailover(tm, confirmed, confirmed.Add(time.Second))
+	if !ok || early != 5500*time.Millisecond || late != 5500*time.Millisecond+wheel(2500, 1000, 1000, 1000, 1000) {
+		t.Errorf("failover %s..%s %v, want 5.5s and later", early, late, ok)
+	}
+	// A re-creation slower than the whole failover: nothing left to wait.
+	if early, late, _ := expectedFailover(tm, confirmed, confirmed.Add(time.Minute)); early != 0 || late != 0 {
+		t.Errorf("late ready: %s..%s, want 0", early, late)
+	}
+	if _, _, ok := expectedFailover(platform.NeighTimers{}, confirmed, confirmed); ok {
+		t.Error("unknown reachable time must not predict")
+	}
+}
+
+func TestOutageEdges(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	probes := []platform.Probe{
+		{Seq: 1, Sent: at(0), Reply: at(1)},
+		{Seq: 2, Sent: at(50)},
+		{Seq: 3, Sent: at(100)},
+		{Seq: 4, Sent: at(150), Reply: at(160)},
+		{Seq: 5, Sent: at(200), Reply: at(201)},
+	}
+	o := outageOf(probes)
+	if o.Lost != 2 || o.FirstLost.Seq != 2 || o.LastLost.Seq != 3 {
+		t.Errorf("outage %+v", o)
+	}
+	if p, ok := firstReplyAfter(probes, at(100)); !ok || p.Seq != 4 {
+		t.Errorf("first reply after 100 ms: %+v %v", p, ok)
+	}
+	if l := lostSentAfter(probes, at(100)); len(l) != 1 || l[0].Seq != 3 {
+		t.Errorf("lost after 100 ms: %+v", l)
+	}
+}
+
+func TestFlaps(t *testing.T) {
+	s := func(ports ...string) []fdbSample {
+		var out []fdbSample
+		for _, p := range ports {
+			out = append(out, fdbSample{port: p})
+		}
+		return out
+	}
+	if m, ps := flaps(s("vethA", "uplink.100", "vethA", "uplink.100")); m != 3 || len(ps) != 2 {
+		t.Errorf("collision: %d moves over %v", m, ps)
+	}
+	if m, _ := flaps(s("vethA", "vethA", "", "vethA")); m != 0 {
+		t.Errorf("one owner: %d moves", m)
+	}
+}

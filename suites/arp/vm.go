@@ -1,0 +1,154 @@
+package arp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/cozystack/vlan-conformance/fixtures"
+	"github.com/cozystack/vlan-conformance/framework/platform"
+)
+
+const (
+	tenant = "tenant-example"
+	nad    = "vlan100"
+	// Each spec's guest has its own address, so the gateway's entries of
+	// one spec never carry into another: GuestAddr + addrOffset + n.
+	addrOffset = 30
+)
+
+// vm is a VM the spec re-creates: Guest is always the current incarnation.
+type vm struct {
+	platform.Guest
+	addr netip.Addr
+}
+
+// startVM starts a VM as vm-instance renders it, with the guide's
+// cloud-init at the spec's own address (and a pinned MAC if mac != ""), and
+// deletes whatever incarnation is current when the spec ends.
+func startVM(ctx context.Context, p platform.Platform, name string, node platform.Node, n int, mac string) (*vm, error) {
+	cidr := guestCIDR(p, n)
+	g, err := p.StartVM(ctx, platform.VMSpec{
+		Name: name, Namespace: tenant, Node: node,
+		Networks: []string{nad}, CloudInit: fixtures.CloudInit(cidr), MAC: mac,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	v := &vm{Guest: g, addr: netip.MustParsePrefix(cidr).Addr()}
+	DeferCleanup(func(ctx SpecContext) {
+		if v.Guest != nil {
+			Expect(p.DeleteVM(ctx, v.Guest)).To(Succeed(), "deleting %s", name)
+		}
+	})
+	return v, nil
+}
+
+// recreation is one delete-and-create of a VM, timed.
+type recreation struct {
+	start, ready   time.Time // before the delete; once the new guest is up
+	oldMAC, newMAC net.HardwareAddr
+}
+
+func (r recreation) took() time.Duration { return r.ready.Sub(r.start) }
+
+// recreate deletes the VM and creates it again from the same spec, as a
+// user deleting and re-applying the VM object does.
+func (v *vm) recreate(ctx context.Context, p platform.Platform) (recreation, error) {
+	r := recreation{oldMAC: v.MAC(), start: time.Now()}
+	g, err := p.RecreateVM(ctx, v.Guest)
+	r.ready = time.Now()
+	if err != nil {
+		v.Guest = nil
+		return r, fmt.Errorf("re-creating %s: %w", r.oldMAC, err)
+	}
+	v.Guest = g
+	r.newMAC = g.MAC()
+	return r, nil
+}
+
+// warmGateway has the gateway resolve the guest, so that its entry is
+// REACHABLE and just confirmed, with the guest's current MAC.
+func warmGateway(ctx context.Context, gw platform.Gateway, v *vm) (platform.Neighbor, error) {
+	res, err := gw.Ping(ctx, v.addr, platform.WithCount(1), platform.WithTimeout(2*time.Second))
+	if err != nil {
+		return platform.Neighbor{}, err
+	}
+	if !res.Succeeded() {
+		return platform.Neighbor{}, fmt.Errorf("the gateway does not reach %s (%s) before re-creation", v.Name(), v.addr)
+	}
+	n, err := gw.Neighbor(ctx, v.addr)
+	if err != nil {
+		return n, err
+	}
+	if !bytes.Equal(n.MAC, v.MAC()) {
+		return n, fmt.Errorf("before re-creation the gateway's entry for %s holds %s, not the guest's MAC %s", v.addr, n.MAC, v.MAC())
+	}
+	return n, nil
+}
+
+// awaitReply waits until a reply of the stream comes back after t, at
+// most until t+limit.
+func awaitReply(ctx context.Context, s platform.PingStream, t time.Time, limit time.Duration) (platform.Probe, bool) {
+	deadline := t.Add(limit)
+	for {
+		if p, ok := firstReplyAfter(s.Probes(), t); ok {
+			return p, true
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return platform.Probe{}, false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// awaitEntry waits until the gateway's entry for ip holds mac, at most
+// limit; it returns when it saw it and the last entry read.
+func awaitEntry(ctx context.Context, gw platform.Gateway, ip netip.Addr, mac net.HardwareAddr, limit time.Duration) (time.Time, platform.Neighbor, error) {
+	deadline := time.Now().Add(limit)
+	for {
+		n, err := gw.Neighbor(ctx, ip)
+		at := time.Now()
+		if err != nil {
+			return time.Time{}, n, err
+		}
+		if bytes.Equal(n.MAC, mac) {
+			return at, n, nil
+		}
+		if at.After(deadline) || ctx.Err() != nil {
+			return time.Time{}, n, errNotSeen
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+var errNotSeen = errors.New("not seen in time")
+
+// isLocalUnicast: the I/G bit clear (unicast), the U/L bit set (locally
+// administered), as the kernel's random MACs and KubeMacPool's pool are.
+func isLocalUnicast(mac net.HardwareAddr) bool {
+	return len(mac) == 6 && mac[0]&0x01 == 0 && mac[0]&0x02 != 0
+}
+
+func skipIfNotObservable(err error) {
+	if errors.Is(err, platform.ErrNotObservable) {
+		Skip(err.Error())
+	}
+}
+
+// guestCIDR is the n-th ARP guest's address, with the VLAN's prefix length.
+func guestCIDR(p platform.Platform, n int) string {
+	pfx := netip.MustParsePrefix(p.Config().GuestAddr)
+	a := pfx.Addr()
+	for i := 0; i < addrOffset+n; i++ {
+		a = a.Next()
+	}
+	return netip.PrefixFrom(a, pfx.Bits()).String()
+}
