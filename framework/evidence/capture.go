@@ -36,6 +36,10 @@ func (p Point) String() string {
 	return p.Iface
 }
 
+// ErrNotObservable is returned for an observation a platform cannot make
+// (for example a vendor's switch port); specs skip with it.
+var ErrNotObservable = errors.New("not observable on this platform")
+
 // Capture records every frame crossing one Point until Stop.
 type Capture struct {
 	point   Point
@@ -50,6 +54,9 @@ type Capture struct {
 // StartCapture opens an AF_PACKET socket on the point and records frames.
 // pcapPath, if set, receives a pcap file of everything captured.
 func StartCapture(p Point, pcapPath string) (*Capture, error) {
+	if p.Iface == "" {
+		return nil, fmt.Errorf("capture at %s: %w", p, ErrNotObservable)
+	}
 	var fd int
 	err := nsexec.Do(p.Netns, func() error {
 		ifi, err := net.InterfaceByName(p.Iface)

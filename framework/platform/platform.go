@@ -7,7 +7,6 @@ package platform
 
 import (
 	"context"
-	"errors"
 	"net"
 	"net/netip"
 	"time"
@@ -18,7 +17,7 @@ import (
 
 // ErrNotObservable is returned for an observation a tier cannot make (for
 // example, the suite cannot drive a vendor's real gateway). Specs skip with it.
-var ErrNotObservable = errors.New("not observable on this platform")
+var ErrNotObservable = evidence.ErrNotObservable
 
 // Platform is one place the specs run: its nodes, the upstream gateway, and
 // the VMs it starts.

@@ -19,6 +19,7 @@ var _ = Describe("A node without the bridge plugin", labels.Datapath, func() {
 		Expect(err).NotTo(HaveOccurred(), "building the platform")
 		node := p.BridgeNodes()[len(p.BridgeNodes())-1]
 		restore, err := node.WithoutPlugin(ctx, "bridge")
+		skipIfNotObservable(err)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() { Expect(restore()).To(Succeed(), "putting bridge back on %s", node.Name()) })
 		Expect(p.ApplyNAD(ctx, tenant, platform.NAD{Name: "vlan100", Config: fixtures.NAD("vlan100-bridge")})).To(Succeed())
