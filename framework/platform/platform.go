@@ -143,14 +143,7 @@ type Route struct {
 }
 
 // Neighbor is one neighbour-table entry.
-type Neighbor struct {
-	IP    netip.Addr
-	MAC   net.HardwareAddr
-	State string // REACHABLE, STALE, DELAY, PROBE, FAILED, INCOMPLETE, PERMANENT, NOARP, or "" when absent
-	// Confirmed is when the entry was last confirmed (an ARP reply, or
-	// upper-layer feedback), to 10 ms; zero when the tier cannot tell.
-	Confirmed time.Time
-}
+type Neighbor = evidence.Neighbor
 
 // NeighTimers are the neighbour-table settings that bound how long a stale
 // entry can survive (net.ipv4.neigh.<if>.*).
@@ -261,16 +254,6 @@ var current *facade
 // the suite's main calls it before any spec runs.
 func Configure(cfg *config.Config, build func(context.Context) (Platform, error)) {
 	current = &facade{cfg: cfg, build: build}
-}
-
-// Configured is the run's configuration, nil before Configure. The lab
-// reads its negative control from it where its constructor does not
-// hand the control down (the gateway's timers).
-func Configured() *config.Config {
-	if current == nil {
-		return nil
-	}
-	return current.cfg
 }
 
 // Current is the platform of this run. Its Config is always available; the

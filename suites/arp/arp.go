@@ -119,7 +119,7 @@ var _ = Describe("Re-creating a VM on VLAN 100", labels.ARP, Ordered, ContinueOn
 
 	// CLAIMS.md: "It recovers by itself once the gateway's entry ages out; the suite measures the time
 	// and holds it against the bound that the gateway's neighbour timers imply."
-	It("[ARP-03] recovers by itself within the bound the gateway's declared timers imply, ending with the new MAC", labels.Claim("ARP-03"), SpecTimeout(3*time.Minute), func(ctx SpecContext) {
+	It("[ARP-03] recovers by itself within the bound the gateway's declared timers imply, ending with the new MAC", labels.Claim("ARP-03"), SpecTimeout(vendorLimit+2*time.Minute), func(ctx SpecContext) {
 		v, err := startVM(ctx, p, "vm-arp03", p.BridgeNodes()[0], 3, "")
 		Expect(err).NotTo(HaveOccurred())
 

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 
 	"github.com/cozystack/vlan-conformance/framework/fabric"
+	"github.com/cozystack/vlan-conformance/framework/gateway"
 )
 
 // cable builds the gateway netns on the host and cables every worker: the
@@ -27,9 +28,8 @@ func (c *Cluster) cable(specs []fabric.NodeSpec, gw, otherGW netip.Prefix) error
 		return err
 	}
 	c.fab = f
-	g := &gateway{ns: f.Gateway, addr: gw.Addr(), otherAddr: otherGW.Addr(),
-		iface: fabric.SubName(fabric.TrunkName, c.cfg.VLAN), otherIface: fabric.SubName(fabric.TrunkName, c.cfg.OtherVLAN)}
-	if err := g.setTimers(c.cfg.ARPProfile); err != nil {
+	g, err := gateway.New(f, c.cfg.ARPProfile, nil)
+	if err != nil {
 		return err
 	}
 	c.gw = g

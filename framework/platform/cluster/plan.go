@@ -15,6 +15,7 @@ import (
 	"github.com/cozystack/vlan-conformance/fixtures"
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
+	"github.com/cozystack/vlan-conformance/framework/gateway"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kind"
 )
@@ -48,7 +49,7 @@ func (c *Cluster) plan() ([]step, error) {
 		}
 		add("node", "the node bridge br100 over uplink.100 is the vendor's, provisioned per the guide's step 1: not visible through the API, so not checked here; the datapath specs are the check", nil, c.existingNodes)
 		add("gateway", "the gateway is the vendor's: "+c.cfg.Gateway+" (--gateway), addressed but not observed", nil, func(context.Context) error {
-			c.gw = vendorGateway{addr: netip.MustParseAddr(c.cfg.Gateway)}
+			c.gw = gateway.Vendor{Addr: netip.MustParseAddr(c.cfg.Gateway)}
 			return nil
 		})
 		return steps, nil

@@ -301,5 +301,5 @@ func (g *guest) announce() error {
 }
 
 func (g *guest) Neighbor(_ context.Context, ip netip.Addr) (platform.Neighbor, error) {
-	return neighbor(g.vm.Handle, vlanNIC, ip)
+	return evidence.ReadNeighbor(g.vm.Handle, vlanNIC, ip)
 }

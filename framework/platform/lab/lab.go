@@ -22,6 +22,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
+	"github.com/cozystack/vlan-conformance/framework/gateway"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 )
 
@@ -107,12 +108,11 @@ func New(ctx context.Context, cfg *config.Config) (*Lab, error) {
 	}
 	if cfg.VendorMode() {
 		l.macvlan = nil
-		l.gw = vendorGateway{addr: gwAddr.Addr()}
+		l.gw = gateway.Vendor{Addr: gwAddr.Addr()}
 	} else {
-		g := &labGateway{ns: fab.Gateway, addr: gwAddr.Addr(), iface: fabric.SubName(fabric.TrunkName, cfg.VLAN),
-			otherIface: fabric.SubName(fabric.TrunkName, cfg.OtherVLAN), otherAddr: spec.OtherGateway.Addr()}
-		if err := g.setTimers(cfg.ARPProfile); err != nil {
-			return nil, errors.Join(err, l.Close(ctx))
+		g, err := gateway.New(fab, cfg.ARPProfile, s.gatewayTimers)
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("gateway timers: %w", err), l.Close(ctx))
 		}
 		l.gw = g
 	}

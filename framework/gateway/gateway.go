@@ -1,4 +1,8 @@
-package lab
+// Package gateway is the VLAN's upstream router as the suite sees it: a
+// router in the fabric's gateway namespace (the lab's, and a kind cluster's,
+// on the host) whose neighbour timers are part of the fixture, or a
+// vendor's real gateway, which can be addressed but not observed.
+package gateway
 
 import (
 	"context"
@@ -22,26 +26,38 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/probe"
 )
 
-// labGateway is the upstream router in the gateway netns.
-type labGateway struct {
+// Netns is the upstream router in the gateway netns, on trunk.<vlan> and
+// trunk.<other vlan>.
+type Netns struct {
 	ns                *fabric.Namespace
 	addr, otherAddr   netip.Addr
 	iface, otherIface string
 	profile           string // the declared neighbour timer profile
 }
 
-func (g *labGateway) Address() netip.Addr          { return g.addr }
-func (g *labGateway) OtherVLANAddress() netip.Addr { return g.otherAddr }
-func (g *labGateway) OtherVLANPoint() evidence.Point {
+// New is the router of a fabric, with the declared neighbour profile
+// written into its sysctls; actual, if not nil, maps the declared timers to
+// what the router really runs (a negative control's slower gateway).
+func New(f *fabric.Fabric, profile string, actual func(declared map[string]string) map[string]string) (*Netns, error) {
+	g := &Netns{
+		ns: f.Gateway, addr: f.Spec.Gateway.Addr(), otherAddr: f.Spec.OtherGateway.Addr(),
+		iface: fabric.SubName(fabric.TrunkName, f.Spec.VLAN), otherIface: fabric.SubName(fabric.TrunkName, f.Spec.OtherVLAN),
+	}
+	return g, g.setTimers(profile, actual)
+}
+
+func (g *Netns) Address() netip.Addr          { return g.addr }
+func (g *Netns) OtherVLANAddress() netip.Addr { return g.otherAddr }
+func (g *Netns) OtherVLANPoint() evidence.Point {
 	return evidence.Point{Netns: g.ns.Path, Iface: g.otherIface, Label: "gateway " + g.otherIface}
 }
 
-func (g *labGateway) Ping(ctx context.Context, dst netip.Addr, opts ...platform.PingOption) (platform.PingResult, error) {
+func (g *Netns) Ping(ctx context.Context, dst netip.Addr, opts ...platform.PingOption) (platform.PingResult, error) {
 	return probe.Ping(ctx, g.ns.Path, dst, opts...)
 }
 
-func (g *labGateway) Neighbor(_ context.Context, ip netip.Addr) (platform.Neighbor, error) {
-	return neighbor(g.ns.Handle, g.iface, ip)
+func (g *Netns) Neighbor(_ context.Context, ip netip.Addr) (platform.Neighbor, error) {
+	return evidence.ReadNeighbor(g.ns.Handle, g.iface, ip)
 }
 
 // neighProfiles are the gateway's neighbour timers, part of the fixture:
@@ -58,18 +74,19 @@ var neighProfileSource = map[string]string{
 	"tuned":   "the lab's tuned profile (--arp-profile=tuned): base_reachable_time_ms and delay_first_probe_time shortened",
 }
 
-func (g *labGateway) sysctlDir() string { return filepath.Join("/proc/sys/net/ipv4/neigh", g.iface) }
+func (g *Netns) sysctlDir() string { return filepath.Join("/proc/sys/net/ipv4/neigh", g.iface) }
 
 // setTimers declares the profile and writes into the gateway's neighbour
-// sysctls the timers the subject runs: the profile itself, or what a
-// negative control puts in its place (subject.go).
-func (g *labGateway) setTimers(profile string) error {
+// sysctls the timers it runs: the profile itself, or what a negative
+// control puts in its place.
+func (g *Netns) setTimers(profile string, actual func(map[string]string) map[string]string) error {
 	g.profile = profile
-	vals := neighProfiles[profile]
-	// lab.New builds the gateway without its subject; the run's
-	// configuration is the one the platform was configured with.
-	if cfg := platform.Configured(); cfg != nil {
-		vals = subjectFor(cfg).gatewayTimers(vals)
+	vals, ok := neighProfiles[profile]
+	if !ok {
+		return fmt.Errorf("no neighbour timer profile %q", profile)
+	}
+	if actual != nil {
+		vals = actual(vals)
 	}
 	return nsexec.Do(g.ns.Path, func() error {
 		for k, v := range vals {
@@ -81,7 +98,7 @@ func (g *labGateway) setTimers(profile string) error {
 	})
 }
 
-func (g *labGateway) NeighProfile(_ context.Context) (platform.NeighProfile, error) {
+func (g *Netns) NeighProfile(_ context.Context) (platform.NeighProfile, error) {
 	vals, ok := neighProfiles[g.profile]
 	if !ok {
 		return platform.NeighProfile{}, fmt.Errorf("no neighbour timer profile %q", g.profile)
@@ -90,7 +107,7 @@ func (g *labGateway) NeighProfile(_ context.Context) (platform.NeighProfile, err
 	return platform.NeighProfile{Name: g.profile, Timers: t, Source: neighProfileSource[g.profile]}, err
 }
 
-func (g *labGateway) NeighTimers(_ context.Context) (platform.NeighTimers, error) {
+func (g *Netns) NeighTimers(_ context.Context) (platform.NeighTimers, error) {
 	var t platform.NeighTimers
 	err := nsexec.Do(g.ns.Path, func() error {
 		var err error
@@ -130,81 +147,34 @@ func timersFrom(read func(key string) (int, error)) (platform.NeighTimers, error
 	}, nil
 }
 
-func (g *labGateway) StartPing(_ context.Context, dst netip.Addr, interval time.Duration) (platform.PingStream, error) {
+func (g *Netns) StartPing(_ context.Context, dst netip.Addr, interval time.Duration) (platform.PingStream, error) {
 	return probe.StartStream(g.ns.Path, dst, interval, streamLinger)
 }
 
 // streamLinger is how long a stopped stream waits for its last replies.
 const streamLinger = 500 * time.Millisecond
 
-// vendorGateway is a real gateway the suite cannot drive: observations
-// from its side are not available.
-type vendorGateway struct{ addr netip.Addr }
+// Vendor is a real gateway the suite cannot drive: observations from its
+// side are not available.
+type Vendor struct{ Addr netip.Addr }
 
-func (v vendorGateway) Address() netip.Addr            { return v.addr }
-func (v vendorGateway) OtherVLANAddress() netip.Addr   { return netip.Addr{} }
-func (v vendorGateway) OtherVLANPoint() evidence.Point { return evidence.Point{} }
-func (v vendorGateway) Ping(context.Context, netip.Addr, ...platform.PingOption) (platform.PingResult, error) {
+func (v Vendor) Address() netip.Addr            { return v.Addr }
+func (v Vendor) OtherVLANAddress() netip.Addr   { return netip.Addr{} }
+func (v Vendor) OtherVLANPoint() evidence.Point { return evidence.Point{} }
+func (v Vendor) Ping(context.Context, netip.Addr, ...platform.PingOption) (platform.PingResult, error) {
 	return platform.PingResult{}, fmt.Errorf("ping from the vendor's gateway: %w", platform.ErrNotObservable)
 }
-func (v vendorGateway) Neighbor(context.Context, netip.Addr) (platform.Neighbor, error) {
+func (v Vendor) Neighbor(context.Context, netip.Addr) (platform.Neighbor, error) {
 	return platform.Neighbor{}, fmt.Errorf("the vendor gateway's neighbour table: %w", platform.ErrNotObservable)
 }
-func (v vendorGateway) NeighTimers(context.Context) (platform.NeighTimers, error) {
+func (v Vendor) NeighTimers(context.Context) (platform.NeighTimers, error) {
 	return platform.NeighTimers{}, fmt.Errorf("the vendor gateway's timers: %w", platform.ErrNotObservable)
 }
-func (v vendorGateway) NeighProfile(context.Context) (platform.NeighProfile, error) {
+func (v Vendor) NeighProfile(context.Context) (platform.NeighProfile, error) {
 	return platform.NeighProfile{}, fmt.Errorf("the vendor gateway's timers are not the suite's to declare: %w", platform.ErrNotObservable)
 }
-func (v vendorGateway) StartPing(context.Context, netip.Addr, time.Duration) (platform.PingStream, error) {
+func (v Vendor) StartPing(context.Context, netip.Addr, time.Duration) (platform.PingStream, error) {
 	return nil, fmt.Errorf("ping from the vendor's gateway: %w", platform.ErrNotObservable)
-}
-
-// neighbor reads the entry for ip on iface ("" = any interface).
-func neighbor(h *netlink.Handle, iface string, ip netip.Addr) (platform.Neighbor, error) {
-	idx := 0
-	if iface != "" {
-		l, err := h.LinkByName(iface)
-		if err != nil {
-			return platform.Neighbor{}, err
-		}
-		idx = l.Attrs().Index
-	}
-	list, err := h.NeighList(idx, netlink.FAMILY_V4)
-	if err != nil {
-		return platform.Neighbor{}, err
-	}
-	now := time.Now()
-	for _, n := range list {
-		if a, ok := netip.AddrFromSlice(n.IP); ok && a.Unmap() == ip {
-			// The cache info counts clock ticks ago, at USER_HZ (100 on Linux).
-			confirmed := now.Add(-time.Duration(n.Confirmed) * 10 * time.Millisecond)
-			return platform.Neighbor{IP: ip, MAC: n.HardwareAddr, State: neighState(n.State), Confirmed: confirmed}, nil
-		}
-	}
-	return platform.Neighbor{IP: ip}, nil
-}
-
-func neighState(s int) string {
-	switch {
-	case s&netlink.NUD_REACHABLE != 0:
-		return "REACHABLE"
-	case s&netlink.NUD_STALE != 0:
-		return "STALE"
-	case s&netlink.NUD_DELAY != 0:
-		return "DELAY"
-	case s&netlink.NUD_PROBE != 0:
-		return "PROBE"
-	case s&netlink.NUD_FAILED != 0:
-		return "FAILED"
-	case s&netlink.NUD_INCOMPLETE != 0:
-		return "INCOMPLETE"
-	case s&netlink.NUD_PERMANENT != 0:
-		return "PERMANENT"
-	case s&netlink.NUD_NOARP != 0:
-		return "NOARP"
-	}
-	return fmt.Sprintf("0x%x", s)
 }
 
 // reachableTime asks the neighbour table (RTM_GETNEIGHTBL, as `ip ntable`
