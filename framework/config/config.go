@@ -65,7 +65,7 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "cluster tier: an existing cluster's kubeconfig")
 	fs.StringVar(&c.ReportDir, "report-dir", "reports", "where junit.xml, conformance.md and artifacts go")
 	fs.StringVar(&c.WorkDir, "work-dir", "", "scratch directory (default: a fresh temp dir)")
-	fs.StringVar(&c.Control, "control", "", "negative control: run the specs against a deliberately broken subject (see --list-controls)")
+	fs.StringVar(&c.Control, "control", "", "negative control: run the specs against a deliberately broken subject (list them with `conformance controls`)")
 	fs.StringVar(&c.ARPProfile, "arp-profile", "tuned", "lab gateway neighbour timers: tuned or default")
 	fs.BoolVar(&c.DumpOnFailure, "dump-on-failure", true, "dump every namespace's links, addresses, routes, neighbours and FDB when a spec fails")
 	registerCluster(fs, c)
