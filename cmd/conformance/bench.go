@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -41,6 +42,12 @@ func (d *driver) bench(ctx context.Context) int {
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	runErr := cmd.Run()
 	rows = append(rows, [2]string{"full lab conformance (make conformance, boot included)", fmt.Sprintf("%.1f s", time.Since(start).Seconds())})
+	var parts map[string]float64
+	if b, err := os.ReadFile(filepath.Join(d.cfg.ReportDir, "timing.json")); err == nil && json.Unmarshal(b, &parts) == nil {
+		rows = append(rows,
+			[2]string{"  stager specs, natively", fmt.Sprintf("%.1f s", parts["native_s"])},
+			[2]string{"  datapath + ARP specs in the TCG lab VM, boot included", fmt.Sprintf("%.1f s (boot %.1f s)", parts["labvm_s"], parts["labvm_boot_s"])})
+	}
 	if cases, err := report.ReadJUnit(filepath.Join(d.cfg.ReportDir, "junit.xml")); err == nil {
 		per := map[string]float64{}
 		for _, tc := range cases {

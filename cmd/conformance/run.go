@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/cozystack/vlan-conformance/framework/labvm"
 	"github.com/cozystack/vlan-conformance/framework/report"
@@ -92,9 +94,16 @@ func (d *driver) run(ctx context.Context) int {
 	if !d.inVM {
 		code = d.runPart(ctx, "all")
 	} else {
+		start := time.Now()
 		native := d.runPart(ctx, "native")
+		mid := time.Now()
 		lab := d.runInVM(ctx)
 		code = max(native, lab)
+		// Wall times of the two parts, for `make bench`.
+		t, _ := json.Marshal(map[string]float64{
+			"native_s": mid.Sub(start).Seconds(), "labvm_s": time.Since(mid).Seconds(), "labvm_boot_s": labvm.LastBootDuration().Seconds(),
+		})
+		os.WriteFile(filepath.Join(d.cfg.ReportDir, "timing.json"), t, 0o644)
 		if err := mergeJUnit(junit, d.junitPath("native"), d.junitPath("labvm")); err != nil {
 			fmt.Fprintln(os.Stderr, "report:", err)
 			return max(code, 1)
