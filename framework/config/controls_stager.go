@@ -13,6 +13,10 @@ const (
 	CtlStagerNoSummary           = "STG-06/mutant-no-summary"
 	CtlStagerGathersCauses       = "STG-06/mutant-gathers-causes"
 	CtlStagerLeavesTemp          = "STG-08/mutant-leaves-temp"
+	CtlStagerNoPayloadGuard      = "STG-07/mutant-no-payload-guard"
+	// The same mutants, judged by the claims they also break.
+	CtlStagerExtraPlugin = "STG-01/mutant-writes-loopback"
+	CtlStagerSkipsOlder  = "STG-04/mutant-installs-only-missing"
 )
 
 func stagerMutant(file string) []string {
@@ -28,6 +32,9 @@ func init() {
 		Control{ID: CtlStagerInstallsOnlyMissing, Claim: "STG-03", Description: "install-cni-plugins installs only plugins the node lacks", ExtraArgs: stagerMutant("installs-only-missing.yaml")},
 		Control{ID: CtlStagerNoSummary, Claim: "STG-06", Description: "install-cni-plugins prints no `failed to install:` summary", ExtraArgs: stagerMutant("no-summary.yaml")},
 		Control{ID: CtlStagerGathersCauses, Claim: "STG-06", Description: "install-cni-plugins prints every cause next to the summary instead of as each plugin is attempted", ExtraArgs: stagerMutant("gathers-causes.yaml")},
+		Control{ID: CtlStagerNoPayloadGuard, Claim: "STG-07", Description: "install-cni-plugins does not check for /cni-plugins before staging", ExtraArgs: stagerMutant("no-payload-guard.yaml")},
+		Control{ID: CtlStagerExtraPlugin, Claim: "STG-01", Description: "install-cni-plugins stages loopback too: more than the 14", ExtraArgs: stagerMutant("writes-loopback.yaml")},
+		Control{ID: CtlStagerSkipsOlder, Claim: "STG-04", Description: "install-cni-plugins installs only plugins the node lacks: Talos' four are not rewritten, older copies stay", ExtraArgs: stagerMutant("installs-only-missing.yaml")},
 		Control{ID: CtlStagerLeavesTemp, Claim: "STG-08", Description: "install-cni-plugins leaves its temporary file behind on failure", ExtraArgs: stagerMutant("leaves-temp.yaml")},
 	)
 }
