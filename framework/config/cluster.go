@@ -135,6 +135,9 @@ func (cl *ClusterConfig) Archives() []string {
 
 func (c *Config) validateCluster() error {
 	if c.Tier != "cluster" {
+		if c.Cluster.DryRun {
+			return fmt.Errorf("--dry-run prints the cluster tier's plan: it needs --tier=cluster")
+		}
 		return nil
 	}
 	cl := &c.Cluster
