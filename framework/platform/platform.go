@@ -37,9 +37,6 @@ type Platform interface {
 	// StartVM starts a VM as the vm-instance chart renders it and waits until
 	// its guest has applied its cloud-init.
 	StartVM(ctx context.Context, spec VMSpec) (Guest, error)
-	// RecreateVM deletes the VM and creates it again from the same spec, as a
-	// user deleting and re-applying the VM object would.
-	RecreateVM(ctx context.Context, g Guest) (Guest, error)
 	DeleteVM(ctx context.Context, g Guest) error
 	// Dump writes the state of every namespace/node the platform made (links,
 	// addresses, routes, neighbours, FDB) into dir, for failed specs.
@@ -360,4 +357,15 @@ type FileState struct {
 	Mode   uint32
 	MTime  time.Time
 	Size   int64
+}
+
+// RecreateVM deletes the VM and creates it again from the same spec, as a
+// user deleting and re-applying the VM object would: the platform allocates
+// the VLAN NIC a fresh MAC unless the spec pins one.
+func RecreateVM(ctx context.Context, p Platform, g Guest) (Guest, error) {
+	spec := g.Spec()
+	if err := p.DeleteVM(ctx, g); err != nil {
+		return nil, err
+	}
+	return p.StartVM(ctx, spec)
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/suites/labels"
+	"github.com/cozystack/vlan-conformance/suites/skip"
 )
 
 const (
@@ -85,7 +86,7 @@ var _ = Describe("Re-creating a VM on VLAN 100", labels.ARP, Ordered, ContinueOn
 		v, err := startVM(ctx, p, "vm-arp02", p.BridgeNodes()[0], 2, "")
 		Expect(err).NotTo(HaveOccurred())
 		_, err = warmGateway(ctx, gw, v)
-		skipIfNotObservable(err)
+		skip.IfNotObservable(err)
 		Expect(err).NotTo(HaveOccurred())
 
 		rc, err := v.recreate(ctx, p)
@@ -143,10 +144,10 @@ var _ = Describe("Re-creating a VM on VLAN 100", labels.ARP, Ordered, ContinueOn
 		}
 
 		before, err := warmGateway(ctx, gw, v)
-		skipIfNotObservable(err)
+		skip.IfNotObservable(err)
 		Expect(err).NotTo(HaveOccurred())
 		stream, err := gw.StartPing(ctx, v.addr, streamEvery)
-		skipIfNotObservable(err)
+		skip.IfNotObservable(err)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(stream.Stop)
 		watch := watchNeighbor(gw, v.addr, watchEvery)
@@ -195,13 +196,13 @@ var _ = Describe("Re-creating a VM on VLAN 100", labels.ARP, Ordered, ContinueOn
 		v, err := startVM(ctx, p, "vm-arp04", p.BridgeNodes()[0], 4, "")
 		Expect(err).NotTo(HaveOccurred())
 		_, err = warmGateway(ctx, gw, v)
-		skipIfNotObservable(err)
+		skip.IfNotObservable(err)
 		Expect(err).NotTo(HaveOccurred())
 		rc, err := v.recreate(ctx, p)
 		Expect(err).NotTo(HaveOccurred())
 
 		stream, err := gw.StartPing(ctx, v.addr, 20*time.Millisecond)
-		skipIfNotObservable(err)
+		skip.IfNotObservable(err)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(stream.Stop)
 		watch := watchNeighbor(gw, v.addr, 10*time.Millisecond)
@@ -245,10 +246,10 @@ var _ = Describe("Re-creating a VM on VLAN 100", labels.ARP, Ordered, ContinueOn
 		v, err := startVM(ctx, p, "vm-arp05", p.BridgeNodes()[0], 5, pinnedMAC)
 		Expect(err).NotTo(HaveOccurred())
 		_, err = warmGateway(ctx, gw, v)
-		skipIfNotObservable(err)
+		skip.IfNotObservable(err)
 		Expect(err).NotTo(HaveOccurred())
 		stream, err := gw.StartPing(ctx, v.addr, streamEvery)
-		skipIfNotObservable(err)
+		skip.IfNotObservable(err)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(stream.Stop)
 		watch := watchNeighbor(gw, v.addr, watchEvery)

@@ -63,7 +63,7 @@ func (r recreation) took() time.Duration { return r.ready.Sub(r.start) }
 // user deleting and re-applying the VM object does.
 func (v *vm) recreate(ctx context.Context, p platform.Platform) (recreation, error) {
 	r := recreation{oldMAC: v.MAC(), start: time.Now()}
-	g, err := p.RecreateVM(ctx, v.Guest)
+	g, err := platform.RecreateVM(ctx, p, v.Guest)
 	r.ready = time.Now()
 	if err != nil {
 		v.Guest = nil
@@ -135,12 +135,6 @@ var errNotSeen = errors.New("not seen in time")
 // administered), as the kernel's random MACs and KubeMacPool's pool are.
 func isLocalUnicast(mac net.HardwareAddr) bool {
 	return len(mac) == 6 && mac[0]&0x01 == 0 && mac[0]&0x02 != 0
-}
-
-func skipIfNotObservable(err error) {
-	if errors.Is(err, platform.ErrNotObservable) {
-		Skip(err.Error())
-	}
 }
 
 // guestCIDR is the n-th ARP guest's address, with the VLAN's prefix length.

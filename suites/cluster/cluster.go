@@ -20,6 +20,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/suites/labels"
+	"github.com/cozystack/vlan-conformance/suites/skip"
 )
 
 // A cluster is made once for the run, before any spec; a platform that
@@ -75,7 +76,7 @@ var _ = Describe("Re-creating a VM on the cluster", labels.Cluster, labels.ARP, 
 		before, err := k.VMStatus(ctx, g)
 		Expect(err).NotTo(HaveOccurred())
 
-		g, err = p.RecreateVM(ctx, g)
+		g, err = platform.RecreateVM(ctx, p, g)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func(ctx SpecContext) { Expect(p.DeleteVM(ctx, g)).To(Succeed()) })
 		after, err := k.VMStatus(ctx, g)
@@ -102,11 +103,11 @@ var _ = Describe("Multus with stageCniPlugins: false", labels.Cluster, Ordered, 
 		node := p.BridgeNodes()[0]
 		before, err := s.CNIBin(ctx, node)
 		if err != nil {
-			skipIfNotObservable(err)
+			skip.IfNotObservable(err)
 		}
 		Expect(err).NotTo(HaveOccurred())
 		inits, err := s.SetStaging(ctx, false)
-		skipIfNotObservable(err)
+		skip.IfNotObservable(err)
 		Expect(err).NotTo(HaveOccurred())
 		after, err := s.CNIBin(ctx, node)
 		Expect(err).NotTo(HaveOccurred())

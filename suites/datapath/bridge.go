@@ -5,7 +5,6 @@ package datapath
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/suites/labels"
+	"github.com/cozystack/vlan-conformance/suites/skip"
 )
 
 const tenant = "tenant-example"
@@ -56,7 +56,7 @@ var _ = Describe("A VM bridged onto VLAN 100 through br100", labels.Datapath, Or
 	It("[VLAN-01] lets the gateway reach the guest, at the guest's MAC", labels.Claim("VLAN-01"), func(ctx SpecContext) {
 		addr := guestAddr(p.Config().GuestAddr)
 		res, err := p.Gateway().Ping(ctx, addr)
-		skipIfNotObservable(err)
+		skip.IfNotObservable(err)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.Received).To(BeNumerically(">", 0), "the gateway must reach guest %s at %s", guestA.Name(), addr)
 
@@ -93,7 +93,7 @@ var _ = Describe("A VM bridged onto VLAN 100 through br100", labels.Datapath, Or
 	It("[VLAN-05] lets the node's bridge address and the guest reach each other", labels.Claim("VLAN-05"), func(ctx SpecContext) {
 		node := guestA.Node()
 		res, err := node.Ping(ctx, guestAddr(p.Config().GuestAddr))
-		skipIfNotObservable(err)
+		skip.IfNotObservable(err)
 		Expect(err).NotTo(HaveOccurred())
 		evidence.Note("VLAN-05", "node %s (%s) -> guest: %d/%d echo replies", node.Name(), node.Address(), res.Received, res.Sent)
 		Expect(res.Received).To(BeNumerically(">", 0), "node %s (%s) must reach the guest", node.Name(), node.Address())
@@ -197,12 +197,6 @@ func startVM(ctx context.Context, p platform.Platform, name string, node platfor
 		})
 	}
 	return g, err
-}
-
-func skipIfNotObservable(err error) {
-	if errors.Is(err, platform.ErrNotObservable) {
-		Skip(err.Error())
-	}
 }
 
 func guestAddr(cidr string) netip.Addr { return netip.MustParsePrefix(cidr).Addr() }

@@ -7,11 +7,12 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/cozystack/vlan-conformance/framework/evidence"
+	"github.com/cozystack/vlan-conformance/suites/skip"
 )
 
 func startCapture(at evidence.Point, claim, file string) *evidence.Capture {
 	c, err := evidence.StartCapture(at, evidence.ArtifactPath(claim, file))
-	skipIfNotObservable(err)
+	skip.IfNotObservable(err)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred(), "capturing on %s", at)
 	return c
 }

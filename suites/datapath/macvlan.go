@@ -10,6 +10,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/suites/labels"
+	"github.com/cozystack/vlan-conformance/suites/skip"
 )
 
 var _ = Describe("A VM on a macvlan attachment under bridge binding", labels.Datapath, Ordered, func() {
@@ -67,7 +68,7 @@ var _ = Describe("A VM on a macvlan attachment under bridge binding", labels.Dat
 	// "...the host cannot reach macvlan children through the parent interface either."
 	It("[VLAN-04] keeps the node's address on the parent and the guest apart", labels.Claim("VLAN-04"), func(ctx SpecContext) {
 		res, err := node.Ping(ctx, addr)
-		skipIfNotObservable(err)
+		skip.IfNotObservable(err)
 		Expect(err).NotTo(HaveOccurred())
 		evidence.Note("VLAN-04", "node %s (%s on %s) -> guest %s: %d/%d replies", node.Name(), node.Address(), node.ParentPoint(), addr, res.Received, res.Sent)
 		Expect(res.Received).To(BeZero(), "node %s (%s) must not reach the macvlan guest %s", node.Name(), node.Address(), addr)

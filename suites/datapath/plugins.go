@@ -10,6 +10,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/suites/labels"
+	"github.com/cozystack/vlan-conformance/suites/skip"
 )
 
 var _ = Describe("A node without the bridge plugin", labels.Datapath, func() {
@@ -19,7 +20,7 @@ var _ = Describe("A node without the bridge plugin", labels.Datapath, func() {
 		Expect(err).NotTo(HaveOccurred(), "building the platform")
 		node := p.BridgeNodes()[len(p.BridgeNodes())-1]
 		restore, err := node.WithoutPlugin(ctx, "bridge")
-		skipIfNotObservable(err)
+		skip.IfNotObservable(err)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() { Expect(restore()).To(Succeed(), "putting bridge back on %s", node.Name()) })
 		Expect(p.ApplyNAD(ctx, tenant, platform.NAD{Name: "vlan100", Config: fixtures.NAD("vlan100-bridge")})).To(Succeed())

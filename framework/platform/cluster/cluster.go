@@ -407,16 +407,6 @@ func (c *Cluster) deleteVM(ctx context.Context, namespace, app string) error {
 	return gone.Wait(ctx)
 }
 
-// RecreateVM deletes the VM object and creates it again from the same spec:
-// KubeVirt allocates the VLAN NIC a fresh MAC unless the spec pins one.
-func (c *Cluster) RecreateVM(ctx context.Context, pg platform.Guest) (platform.Guest, error) {
-	spec := pg.Spec()
-	if err := c.DeleteVM(ctx, pg); err != nil {
-		return nil, err
-	}
-	return c.StartVM(ctx, spec)
-}
-
 // SetStaging re-renders the Multus DaemonSet with the stager's init
 // container (on) or without it (off), rolls it out and reads back the pod
 // template's init containers.

@@ -190,14 +190,6 @@ func (l *Lab) DeleteVM(ctx context.Context, pg platform.Guest) error {
 	return g.destroy(ctx)
 }
 
-func (l *Lab) RecreateVM(ctx context.Context, pg platform.Guest) (platform.Guest, error) {
-	spec := pg.Spec()
-	if err := l.DeleteVM(ctx, pg); err != nil {
-		return nil, err
-	}
-	return l.StartVM(ctx, spec)
-}
-
 // Dump writes every suite namespace's state with iproute2 (forking is fine
 // here: it only runs when a spec failed).
 func (l *Lab) Dump(ctx context.Context, dir string) error {
