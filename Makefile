@@ -5,7 +5,9 @@ SHELL := /bin/bash
 GO ?= go
 export CGO_ENABLED := 0
 
-PLUGINS_VERSION ?= v1.9.1
+# The offline lane's pins (images/versions.env) are the one place versions live.
+include images/versions.env
+PLUGINS_VERSION ?= $(CNI_PLUGINS_VERSION)
 OLD_PLUGINS_VERSION ?= v1.6.2
 # The 18 reference plugins of a release (14 staged by multus + loopback dhcp dummy tap).
 PLUGINS_MAIN := bridge host-device ipvlan loopback macvlan ptp vlan dummy tap
@@ -102,8 +104,34 @@ kind-down: $(DRIVER)
 # Up, run, report, down: the suite makes the cluster in
 # SynchronizedBeforeSuite and deletes it at the end (reused and kept if
 # `make kind-up` made it); kind's logs land in reports/kind-logs on failure.
-e2e-kind: $(SUITE) $(DRIVER) plugins
+# OFFLINE=1: every image built here (`make offline-images`), no registry.
+ifeq ($(OFFLINE),1)
+OFFLINE_IMAGES := $(OFFLINE_CACHE)/images
+KIND_ARGS += --kind-config=kind-config/offline.yaml --pod-network=ptp \
+  --kind-node-image=$(LOCAL_REGISTRY)/node:$(KUBERNETES_VERSION) \
+  --images-archive=$(OFFLINE_IMAGES)/multus.tar \
+  --manifests-dir=$(OFFLINE_CACHE)/manifests --multus-version=$(MULTUS_VERSION) \
+  --cni-staging=stager --cni-plugins-image=$(LOCAL_REGISTRY)/multus-cni:$(MULTUS_VERSION) \
+  --workload=pod
+E2E_PREP := offline-lane
+endif
+e2e-kind: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
 	$(DRIVER) run --tier=cluster $(KIND_ARGS) $(ARGS)
+
+.PHONY: offline-images docker-engine offline-lane
+# Every image of the offline lane from the Go module proxy and Debian
+# packages (cached: a second run builds nothing). LANE=vm adds KubeVirt.
+offline-images: plugins
+	images/build.sh $(or $(LANE),pod)
+
+# A Docker engine: the one running, or Debian's docker.io started with the
+# suite's own daemon config (fixes for this host's walls, found by probing).
+docker-engine:
+	images/docker/engine.sh
+
+# The offline lane's prerequisites: images, an engine, the node image loaded.
+offline-lane: offline-images docker-engine
+	docker image inspect $(LOCAL_REGISTRY)/node:$(KUBERNETES_VERSION) >/dev/null 2>&1 || docker load -i $(OFFLINE_CACHE)/images/node.tar
 
 e2e-existing: $(SUITE) $(DRIVER)
 	@test -n "$(KUBECONFIG)" || { echo "usage: make e2e-existing KUBECONFIG=/path/to/kubeconfig [ARGS=--gateway=...]"; exit 2; }

@@ -53,6 +53,15 @@ type ClusterConfig struct {
 	GuestUser     string // the image's default user (cloud-init sets its password)
 	GuestPassword string
 
+	// Workload is what attaches to the VLAN: "vm" (KubeVirt VMs, the
+	// guide's) or "pod" (pods attached by Multus, no KubeVirt installed:
+	// the offline lane's first half; claims about VMs skip).
+	Workload string
+	// Trunk: "tagged" (uplink.100 per the guide), "untagged" (access mode,
+	// for a kernel without 8021q: kind nodes share the host's) or "auto"
+	// (tagged when the kernel can).
+	Trunk string
+
 	Timeouts string // per readiness stage, e.g. nodes=5m,multus=5m,kubevirt=15m,nad=1m,vmi=10m
 }
 
@@ -78,7 +87,7 @@ func registerCluster(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&cl.Runtime, "container-runtime", "docker", "cluster tier: the container runtime kind drives: docker, podman or nerdctl")
 	fs.StringVar(&cl.PodNetwork, "pod-network", "kind", "cluster tier: kind (kind's default CNI) or ptp (no default CNI; a ptp conflist per node, for offline node images)")
 	fs.StringVar(&cl.KubeVirtVersion, "kubevirt-version", "v1.8.4", "cluster tier: KubeVirt release (Cozystack ships v1.8.x)")
-	fs.StringVar(&cl.MultusVersion, "multus-version", "v4.2.2", "cluster tier: Multus thick release")
+	fs.StringVar(&cl.MultusVersion, "multus-version", "v4.3.0", "cluster tier: Multus thick release")
 	fs.StringVar(&cl.Emulation, "kubevirt-emulation", "auto", "cluster tier: KubeVirt useEmulation: auto (when /dev/kvm is not usable), on or off")
 	fs.StringVar(&cl.ManifestsDir, "manifests-dir", ".cache/manifests", "cluster tier: release manifests, read from here first and fetched into it on first use")
 	fs.StringVar(&cl.ImagesArchives, "images-archive", "", "cluster tier: docker-archive tarballs (comma-separated) loaded into every kind node before anything is applied")
@@ -87,6 +96,8 @@ func registerCluster(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&cl.GuestImage, "guest-image", "quay.io/containerdisks/ubuntu:24.04", "cluster tier: guest containerDisk (cloud-init and netplan, as the guide's instanceProfile ubuntu)")
 	fs.StringVar(&cl.GuestUser, "guest-user", "ubuntu", "cluster tier: the guest image's default user")
 	fs.StringVar(&cl.GuestPassword, "guest-password", "vcf-conformance", "cluster tier: the serial-console password cloud-init gives the guest user")
+	fs.StringVar(&cl.Workload, "workload", "vm", "cluster tier: vm (KubeVirt VMs, as the guide) or pod (pods attached by Multus; KubeVirt is not installed and VM claims skip)")
+	fs.StringVar(&cl.Trunk, "trunk", "auto", "cluster tier: tagged (uplink.100, needs 8021q), untagged (access mode: the trunk carries the VLAN untagged; tag claims skip) or auto (tagged when the kernel has 8021q)")
 	fs.StringVar(&cl.Timeouts, "stage-timeouts", "", "cluster tier: readiness stage timeouts overriding the defaults, e.g. kubevirt=20m,vmi=15m (stages: nodes, multus, kubevirt, nad, vmi)")
 }
 
@@ -155,6 +166,8 @@ func (c *Config) validateCluster() error {
 	oneOf("--pod-network", cl.PodNetwork, "kind", "ptp")
 	oneOf("--kubevirt-emulation", cl.Emulation, "auto", "on", "off")
 	oneOf("--cni-staging", cl.CNIStaging, "stager", "installer", "none")
+	oneOf("--workload", cl.Workload, "vm", "pod")
+	oneOf("--trunk", cl.Trunk, "auto", "tagged", "untagged")
 	if _, err := cl.StageTimeouts(); err != nil {
 		errs = append(errs, err)
 	}

@@ -77,6 +77,11 @@ type Spec struct {
 	Nodes           []NodeSpec
 	MTU             int    // trunk and uplink MTU (0 = 1500)
 	Uplink          string // vendor mode: a real NIC in this namespace
+	// Untagged: the trunk carries VLAN only, untagged (access mode), for
+	// a kernel without 8021q (kind nodes share the host's). The gateway's
+	// address sits on the switch bridge, the node's uplink itself is the
+	// VLAN parent, and there is no second VLAN.
+	Untagged bool
 }
 
 // Node is a node's network namespace after provisioning.
@@ -276,6 +281,16 @@ func (f *Fabric) Destroy() error {
 // buildGateway makes the switch bridge and the gateway's VLAN interfaces.
 func (f *Fabric) buildGateway() error {
 	h := f.Gateway.Handle
+	if f.Spec.Untagged {
+		sw := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: TrunkName, MTU: f.Spec.MTU}}
+		if err := h.LinkAdd(sw); err != nil {
+			return fmt.Errorf("switch bridge: %w", err)
+		}
+		if err := h.LinkSetUp(sw); err != nil {
+			return err
+		}
+		return addAddr(h, TrunkName, f.Spec.Gateway)
+	}
 	// A router answers ARP only for the addresses of the VLAN a request
 	// arrives on; Linux's default (arp_ignore=0) would answer for
 	// 198.51.100.1 on VLAN 100 and blur the isolation claim.
@@ -386,6 +401,24 @@ func (f *Fabric) addNode(spec NodeSpec) (*Node, error) {
 	return n, f.provision(n, up)
 }
 
+// GatewayIface is the gateway's interface on the VLAN: trunk.<vlan>, or
+// the switch bridge itself on an untagged trunk.
+func (f *Fabric) GatewayIface() string {
+	if f.Spec.Untagged {
+		return TrunkName
+	}
+	return SubName(TrunkName, f.Spec.VLAN)
+}
+
+// OtherGatewayIface is the gateway's interface on the second VLAN; "" on
+// an untagged trunk, which has none.
+func (f *Fabric) OtherGatewayIface() string {
+	if f.Spec.Untagged {
+		return ""
+	}
+	return SubName(TrunkName, f.Spec.OtherVLAN)
+}
+
 func (f *Fabric) vlanFor(w Wiring) int {
 	if w == WrongVLAN {
 		return f.Spec.VLAN + 1
@@ -399,8 +432,20 @@ func (f *Fabric) vlanFor(w Wiring) int {
 func (f *Fabric) provision(n *Node, up netlink.Link) error {
 	h := n.Handle
 	w := n.Spec.Wiring
+	if f.Spec.Untagged {
+		// The uplink is the VLAN parent: the guide's step 1 without the
+		// sub-interface the kernel cannot make.
+		switch w {
+		case GuideBridge:
+			w = UntaggedUplink
+		case MacvlanParent:
+		default:
+			return fmt.Errorf("wiring %d needs a tagged trunk (8021q)", w)
+		}
+		n.Parent = UplinkName
+	}
 	var ports []netlink.Link
-	if w != NoSubinterface && w != UntaggedUplink {
+	if w != NoSubinterface && w != UntaggedUplink && !(w == MacvlanParent && f.Spec.Untagged) {
 		vid := f.vlanFor(w)
 		var sub netlink.Link
 		var err error

@@ -41,7 +41,7 @@ type Netns struct {
 func New(f *fabric.Fabric, profile string, actual func(declared map[string]string) map[string]string) (*Netns, error) {
 	g := &Netns{
 		ns: f.Gateway, addr: f.Spec.Gateway.Addr(), otherAddr: f.Spec.OtherGateway.Addr(),
-		iface: fabric.SubName(fabric.TrunkName, f.Spec.VLAN), otherIface: fabric.SubName(fabric.TrunkName, f.Spec.OtherVLAN),
+		iface: f.GatewayIface(), otherIface: f.OtherGatewayIface(),
 	}
 	return g, g.setTimers(profile, actual)
 }

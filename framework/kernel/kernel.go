@@ -75,3 +75,18 @@ func Describe(opts []Option) string {
 
 // ErrMissing is returned when the kernel lacks options and no lab VM may be used.
 var ErrMissing = errors.New("the running kernel lacks options the lab needs")
+
+// Has8021Q reports whether VLAN sub-interfaces can be made here (the
+// cluster tier's kind nodes share this kernel).
+func Has8021Q() bool {
+	missing, err := Missing()
+	if err != nil {
+		return false
+	}
+	for _, o := range missing {
+		if o.Name == "CONFIG_VLAN_8021Q" {
+			return false
+		}
+	}
+	return true
+}

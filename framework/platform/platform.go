@@ -349,6 +349,15 @@ type CNIStaging interface {
 	SetStaging(ctx context.Context, on bool) (initContainers []string, err error)
 	// CNIBin reads a node's /opt/cni/bin: file name -> state.
 	CNIBin(ctx context.Context, n Node) (map[string]FileState, error)
+	// Payload reads the plugins the stager's image carries (/cni-plugins),
+	// from the running Multus container on the node.
+	Payload(ctx context.Context, n Node) (map[string]FileState, error)
+	// PlaceCNIFile writes a file into the node's /opt/cni/bin, as an
+	// administrator or another package would; remove deletes it again.
+	PlaceCNIFile(ctx context.Context, n Node, name string, content []byte) (remove func() error, err error)
+	// Restage deletes the node's Multus pod and waits for its replacement
+	// to be Ready: the stager runs again on that node.
+	Restage(ctx context.Context, n Node) error
 }
 
 // FileState is a file as a node holds it.
@@ -357,6 +366,7 @@ type FileState struct {
 	Mode   uint32
 	MTime  time.Time
 	Size   int64
+	Inode  uint64
 }
 
 // RecreateVM deletes the VM and creates it again from the same spec, as a
@@ -368,4 +378,19 @@ func RecreateVM(ctx context.Context, p Platform, g Guest) (Guest, error) {
 		return nil, err
 	}
 	return p.StartVM(ctx, spec)
+}
+
+// Workloads is a platform whose workloads may be pods rather than VMs (the
+// cluster tier without KubeVirt). A platform that is not one runs VMs, or
+// the lab's replicas of them.
+type Workloads interface {
+	// Pods reports whether StartVM starts pods attached by Multus.
+	Pods() bool
+}
+
+// AccessTrunk is a platform whose trunk may carry the VLAN untagged (a
+// kernel without 8021q: no uplink.100, no second VLAN on the trunk).
+type AccessTrunk interface {
+	// Untagged reports whether the trunk runs in access mode, and why.
+	Untagged() (bool, string)
 }

@@ -69,6 +69,7 @@ var _ = Describe("Re-creating a VM on the cluster", labels.Cluster, labels.ARP, 
 	// "KubeVirt generates a fresh guest MAC each time the VM object is re-created."
 	It("[ARP-01] gives its VLAN NIC a fresh MAC in the VMI status", labels.Claim("ARP-01"), func(ctx SpecContext) {
 		p, k := kubeVMs(ctx)
+		skip.IfPods(p, "ARP-01 (KubeVirt's MAC on re-creation)")
 		Expect(p.ApplyNAD(ctx, "tenant-example", platform.NAD{Name: "vlan100", Config: fixtures.NAD("vlan100-bridge")})).To(Succeed())
 		g, err := p.StartVM(ctx, platform.VMSpec{Name: "vm-recreate", Namespace: "tenant-example", Node: p.BridgeNodes()[0],
 			Networks: []string{"vlan100"}, CloudInit: fixtures.CloudInit(p.Config().GuestAddr)})
@@ -126,7 +127,7 @@ func diffFiles(before, after map[string]platform.FileState) []string {
 		switch {
 		case !ok:
 			out = append(out, "removed "+n)
-		case a.SHA256 != b.SHA256 || a.Mode != b.Mode || !a.MTime.Equal(b.MTime):
+		case a.SHA256 != b.SHA256 || a.Mode != b.Mode || !a.MTime.Equal(b.MTime) || a.Inode != b.Inode:
 			out = append(out, fmt.Sprintf("changed %s", n))
 		}
 	}
@@ -138,3 +139,93 @@ func diffFiles(before, after map[string]platform.FileState) []string {
 	slices.Sort(out)
 	return out
 }
+
+// The 14 plugins the stager installs (CLAIMS.md STG-01) and the names it
+// must leave alone (STG-02).
+var (
+	stagedPlugins = []string{"bandwidth", "bridge", "firewall", "host-device", "host-local", "ipvlan", "macvlan", "portmap", "ptp", "sbr", "static", "tuning", "vlan", "vrf"}
+	leftAlone     = []string{"loopback", "dhcp", "dummy", "tap", "vcf-foreign-plugin"}
+)
+
+// Not labelled stager (that label selects the specs needing no platform):
+// these observe the stager as the Multus DaemonSet runs it on real nodes.
+var _ = Describe("The stager in the Multus DaemonSet, on the nodes", labels.Cluster, Ordered, func() {
+	var (
+		p             platform.Platform
+		s             platform.CNIStaging
+		node          platform.Node
+		payload       map[string]platform.FileState
+		before, after map[string]platform.FileState
+	)
+
+	BeforeAll(func(ctx SpecContext) {
+		var err error
+		p, err = platform.Ready(ctx)
+		Expect(err).NotTo(HaveOccurred(), "building the platform")
+		var ok bool
+		if s, ok = platform.As[platform.CNIStaging](p); !ok {
+			Skip(p.Name() + " renders no Multus DaemonSet: the stager runs on real nodes only in a cluster the suite installs Multus on")
+		}
+		node = p.BridgeNodes()[0]
+		payload, err = s.Payload(ctx, node)
+		skip.IfNotObservable(err)
+		Expect(err).NotTo(HaveOccurred(), "reading /cni-plugins in the Multus container on %s", node.Name())
+	})
+
+	// "...copies these 14 upstream reference plugins into /opt/cni/bin on every node."
+	It("[STG-01] put the 14 plugins into every node's /opt/cni/bin, byte-identical to the image's copies", labels.Claim("STG-01"), func(ctx SpecContext) {
+		nodes := p.BridgeNodes()
+		if m := p.MacvlanNode(); m != nil {
+			nodes = append(nodes, m)
+		}
+		for _, n := range nodes {
+			bin, err := s.CNIBin(ctx, n)
+			Expect(err).NotTo(HaveOccurred())
+			for _, name := range stagedPlugins {
+				evidence.Note("STG-01", "%s:/opt/cni/bin/%s sha256 %.12s mode %o; image /cni-plugins/%s sha256 %.12s", n.Name(), name, bin[name].SHA256, bin[name].Mode&0o777, name, payload[name].SHA256)
+				Expect(payload).To(HaveKey(name), "the image must carry %s at /cni-plugins", name)
+				Expect(bin).To(HaveKey(name), "%s must be staged on %s", name, n.Name())
+				Expect(bin[name].SHA256).To(Equal(payload[name].SHA256), "%s on %s must be the image's copy", name, n.Name())
+				Expect(bin[name].Mode&0o777).To(Equal(uint32(0o755)), "%s on %s must be mode 0755", name, n.Name())
+			}
+		}
+	})
+
+	// "...replaces a same-name file every time it runs."
+	It("[STG-03] replaces a hand-placed bridge on its next run, by rename", labels.Claim("STG-03"), func(ctx SpecContext) {
+		By("an administrator's bridge and a foreign plugin on " + node.Name())
+		_, err := s.PlaceCNIFile(ctx, node, "bridge", []byte("#!/bin/sh\necho hand-placed bridge\n"))
+		Expect(err).NotTo(HaveOccurred())
+		remove, err := s.PlaceCNIFile(ctx, node, "vcf-foreign-plugin", []byte("#!/bin/sh\necho another package's plugin\n"))
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(remove)
+		before, err = s.CNIBin(ctx, node)
+		Expect(err).NotTo(HaveOccurred())
+
+		By("the stager running again: the node's Multus pod re-created")
+		Expect(s.Restage(ctx, node)).To(Succeed())
+		after, err = s.CNIBin(ctx, node)
+		Expect(err).NotTo(HaveOccurred())
+		evidence.Note("STG-03", "%s:/opt/cni/bin/bridge before: inode %d sha256 %.12s; after the re-run: inode %d sha256 %.12s; image copy %.12s",
+			node.Name(), before["bridge"].Inode, before["bridge"].SHA256, after["bridge"].Inode, after["bridge"].SHA256, payload["bridge"].SHA256)
+		Expect(after["bridge"].SHA256).To(Equal(payload["bridge"].SHA256), "the hand-placed bridge must not survive the stager")
+		Expect(after["bridge"].Inode).NotTo(Equal(before["bridge"].Inode), "the new bridge must come by rename (a new inode), not by writing into the old file")
+	})
+
+	// "loopback, dhcp, dummy and tap are left alone ... as is anything else in /opt/cni/bin."
+	It("[STG-02] left loopback, dhcp, dummy, tap and a foreign plugin as they were across that run", labels.Claim("STG-02"), func(ctx SpecContext) {
+		Expect(before).NotTo(BeNil(), "STG-03's run of the stager is this spec's evidence")
+		for _, name := range leftAlone {
+			b, had := before[name]
+			a, has := after[name]
+			evidence.Note("STG-02", "%s:/opt/cni/bin/%s before: %v inode %d sha256 %.12s mtime %s; after: %v inode %d sha256 %.12s mtime %s",
+				node.Name(), name, had, b.Inode, b.SHA256, b.MTime.Format("15:04:05.000"), has, a.Inode, a.SHA256, a.MTime.Format("15:04:05.000"))
+			Expect(has).To(Equal(had), "%s must neither appear nor vanish", name)
+			if had {
+				Expect(a.Inode).To(Equal(b.Inode), "%s must keep its inode", name)
+				Expect(a.SHA256).To(Equal(b.SHA256), "%s must keep its content", name)
+				Expect(a.MTime).To(BeTemporally("==", b.MTime), "%s must keep its mtime", name)
+			}
+		}
+	})
+})

@@ -18,3 +18,21 @@ func IfNotObservable(err error) {
 		Skip(err.Error())
 	}
 }
+
+// IfPods skips a claim about VMs (KubeVirt's bridge binding, VM
+// re-creation) on a platform whose workloads are pods.
+func IfPods(p platform.Platform, claim string) {
+	if w, ok := platform.As[platform.Workloads](p); ok && w.Pods() {
+		Skip(claim + " is about KubeVirt VMs; this run's workloads are pods (--workload=pod, KubeVirt not installed)")
+	}
+}
+
+// IfUntagged skips a claim about 802.1Q tags or a second VLAN on a trunk
+// that carries the VLAN untagged.
+func IfUntagged(p platform.Platform, claim string) {
+	if a, ok := platform.As[platform.AccessTrunk](p); ok {
+		if untagged, why := a.Untagged(); untagged {
+			Skip(claim + " needs a tagged trunk; this one runs untagged: " + why)
+		}
+	}
+}

@@ -12,7 +12,7 @@ import (
 // node side of each trunk is the node container's network namespace,
 // opened through the PID its container runtime reports; then the guide's
 // step 1 runs inside it through netlink (framework/fabric, as in the lab).
-func (c *Cluster) cable(specs []fabric.NodeSpec, gw, otherGW netip.Prefix) error {
+func (c *Cluster) cable(specs []fabric.NodeSpec, gw, otherGW netip.Prefix, untagged bool) error {
 	if err := fabric.Sweep(); err != nil {
 		return fmt.Errorf("sweep leftovers of an earlier run: %w", err)
 	}
@@ -23,7 +23,7 @@ func (c *Cluster) cable(specs []fabric.NodeSpec, gw, otherGW netip.Prefix) error
 		}
 		specs[i].Netns = fmt.Sprintf("/proc/%d/ns/net", pid)
 	}
-	f, err := fabric.Build(fabric.Spec{VLAN: c.cfg.VLAN, OtherVLAN: c.cfg.OtherVLAN, Gateway: gw, OtherGateway: otherGW, Nodes: specs})
+	f, err := fabric.Build(fabric.Spec{VLAN: c.cfg.VLAN, OtherVLAN: c.cfg.OtherVLAN, Gateway: gw, OtherGateway: otherGW, Nodes: specs, Untagged: untagged})
 	if err != nil {
 		return err
 	}
@@ -33,9 +33,14 @@ func (c *Cluster) cable(specs []fabric.NodeSpec, gw, otherGW netip.Prefix) error
 		return err
 	}
 	c.gw = g
-	c.nodes = nil
+	c.nodes, c.macvlan = nil, nil
 	for _, fn := range f.Nodes {
-		c.nodes = append(c.nodes, &node{name: fn.Spec.Name, pid: c.pids[fn.Spec.Name], fab: fn, addr: fn.Spec.Address})
+		n := &node{name: fn.Spec.Name, pid: c.pids[fn.Spec.Name], fab: fn, addr: fn.Spec.Address}
+		if fn.Spec.Wiring == fabric.MacvlanParent {
+			c.macvlan = n
+			continue
+		}
+		c.nodes = append(c.nodes, n)
 	}
 	return nil
 }

@@ -61,7 +61,7 @@ func TestCablingNodeContainers(t *testing.T) {
 	for i, n := range names {
 		specs = append(specs, fabric.NodeSpec{Name: n, Wiring: fabric.GuideBridge, Address: nodeAddr(subnet, i)})
 	}
-	if err := c.cable(specs, netip.MustParsePrefix("203.0.113.1/24"), netip.MustParsePrefix("198.51.100.1/24")); err != nil {
+	if err := c.cable(specs, netip.MustParsePrefix("203.0.113.1/24"), netip.MustParsePrefix("198.51.100.1/24"), false); err != nil {
 		t.Fatal(err)
 	}
 	defer c.fab.Destroy()

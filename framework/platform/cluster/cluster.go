@@ -61,8 +61,12 @@ type Cluster struct {
 	c          clients
 	apply      *applier
 
-	fab   *fabric.Fabric
-	nodes []*node
+	fab     *fabric.Fabric
+	nodes   []*node // the guide's bridge nodes
+	macvlan *node   // provisioned as macvlan users do (nil: none)
+	// untagged: the trunk carries the VLAN in access mode (why says why).
+	untagged bool
+	trunkWhy string
 	pids  map[string]int // every node container's PID
 	gw    platform.Gateway
 
@@ -72,6 +76,7 @@ type Cluster struct {
 
 	mu         sync.Mutex
 	guests     map[string]*guest
+	pods       map[string]*podGuest // --workload=pod
 	namespaces map[string]bool // made by this run
 	created    []*unstructured.Unstructured
 	failed     bool // a spec failed: export kind's logs before deleting
@@ -93,7 +98,7 @@ func newCluster(cfg *config.Config) (*Cluster, error) {
 	return &Cluster{
 		cfg: cfg, timeouts: t, work: work,
 		img:    GuestImage{Image: cfg.Cluster.GuestImage, User: cfg.Cluster.GuestUser, Password: cfg.Cluster.GuestPassword},
-		guests: map[string]*guest{}, namespaces: map[string]bool{}, pids: map[string]int{},
+		guests: map[string]*guest{}, pods: map[string]*podGuest{}, namespaces: map[string]bool{}, pids: map[string]int{},
 	}, nil
 }
 
@@ -141,9 +146,29 @@ func (c *Cluster) BridgeNodes() []platform.Node {
 	return out
 }
 
-// MacvlanNode: the cluster tier cables every worker per the guide; the
-// macvlan claims (VLAN-03/04) are the lab's.
-func (c *Cluster) MacvlanNode() platform.Node { return nil }
+// MacvlanNode is the control plane of a kind cluster, provisioned as
+// macvlan users do (address on the VLAN parent, no bridge).
+func (c *Cluster) MacvlanNode() platform.Node {
+	if c.macvlan == nil {
+		return nil
+	}
+	return c.macvlan
+}
+
+// allNodes are the cabled nodes, bridge nodes first.
+func (c *Cluster) allNodes() []*node {
+	out := append([]*node{}, c.nodes...)
+	if c.macvlan != nil {
+		out = append(out, c.macvlan)
+	}
+	return out
+}
+
+// Untagged reports whether the trunk runs in access mode.
+func (c *Cluster) Untagged() (bool, string) { return c.untagged, c.trunkWhy }
+
+// Pods reports whether the run's workloads are pods (--workload=pod).
+func (c *Cluster) Pods() bool { return c.cfg.Cluster.Workload == "pod" }
 
 func (c *Cluster) Trunk(pn platform.Node) evidence.Point {
 	if c.fab == nil || c.fab.Gateway == nil {
@@ -203,6 +228,14 @@ func (c *Cluster) ApplyNAD(ctx context.Context, namespace string, nad platform.N
 	if err := c.ensureNamespace(ctx, namespace); err != nil {
 		return err
 	}
+	if c.untagged {
+		// No uplink.100 on an untagged trunk: the uplink is the parent.
+		sub := fmt.Sprintf("%q", fabric.SubName(fabric.UplinkName, c.cfg.VLAN))
+		if strings.Contains(nad.Config, sub) {
+			nad.Config = strings.ReplaceAll(nad.Config, sub, fmt.Sprintf("%q", fabric.UplinkName))
+			evidence.Note("workload", "NAD %s/%s: master %s -> %q (untagged trunk: %s)", namespace, nad.Name, sub, fabric.UplinkName, c.trunkWhy)
+		}
+	}
 	obj := renderNAD(namespace, nad)
 	u, err := toUnstructured(obj)
 	if err != nil {
@@ -238,12 +271,18 @@ func (c *Cluster) create(ctx context.Context, spec platform.VMSpec) error {
 }
 
 func (c *Cluster) StartVMNoWait(ctx context.Context, spec platform.VMSpec) error {
+	if c.Pods() {
+		return fmt.Errorf("starting a VM without waiting: %w (--workload=pod)", platform.ErrNotObservable)
+	}
 	return c.create(ctx, spec)
 }
 
 // StartVM creates the VM, waits through the stages nad and vmi, logs into
 // its console, waits for cloud-init, and finds its VLAN NIC by MAC.
 func (c *Cluster) StartVM(ctx context.Context, spec platform.VMSpec) (platform.Guest, error) {
+	if c.Pods() {
+		return c.startPod(ctx, spec)
+	}
 	if err := c.create(ctx, spec); err != nil {
 		return nil, err
 	}
@@ -299,7 +338,7 @@ func (c *Cluster) readStatus(ctx context.Context, g *guest) error {
 		return err
 	}
 	g.status = st
-	for _, n := range c.nodes {
+	for _, n := range c.allNodes() {
 		if n.name == st.Node {
 			g.node = n
 		}
@@ -359,12 +398,21 @@ func (c *Cluster) vmStatus(ctx context.Context, spec platform.VMSpec, vmName str
 }
 
 func (c *Cluster) VMStatus(ctx context.Context, pg platform.Guest) (platform.VMStatus, error) {
-	g := pg.(*guest)
+	g, ok := pg.(*guest)
+	if !ok {
+		return platform.VMStatus{}, fmt.Errorf("VMI status of %s: %w (a pod workload)", pg.Name(), platform.ErrNotObservable)
+	}
 	return c.vmStatus(ctx, g.spec, g.vmName)
 }
 
 func (c *Cluster) VMEvents(ctx context.Context, namespace, vmName string) ([]platform.Event, error) {
-	evs, err := vmEvents(ctx, c.c.kube, namespace, InstanceName(vmName))
+	var evs []corev1.Event
+	var err error
+	if c.Pods() {
+		evs, err = podEvents(ctx, c.c, namespace, podName(vmName))
+	} else {
+		evs, err = vmEvents(ctx, c.c.kube, namespace, InstanceName(vmName))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -378,6 +426,9 @@ func (c *Cluster) VMEvents(ctx context.Context, namespace, vmName string) ([]pla
 // DeleteVM deletes the VirtualMachine and its Secret and waits until the
 // VMI is gone (its launcher released the attachment).
 func (c *Cluster) DeleteVM(ctx context.Context, pg platform.Guest) error {
+	if pg, ok := pg.(*podGuest); ok {
+		return c.deletePod(ctx, pg.spec.Namespace, pg.spec.Name)
+	}
 	g := pg.(*guest)
 	c.mu.Lock()
 	delete(c.guests, g.spec.Namespace+"/"+g.spec.Name)
@@ -471,6 +522,12 @@ func (c *Cluster) Close(ctx context.Context) error {
 				g.con.Close()
 			}
 		}
+		c.mu.Lock()
+		for _, p := range c.pods {
+			p.Handle.Close()
+		}
+		c.pods = map[string]*podGuest{}
+		c.mu.Unlock()
 		errs = append(errs, c.deleteOwned(ctx))
 	}
 	if c.fab != nil {
@@ -504,6 +561,10 @@ func (c *Cluster) deleteOwned(ctx context.Context) error {
 	sort.Strings(namespaces)
 	for i := len(created) - 1; i >= 0; i-- {
 		o := created[i]
+		if o.GetKind() == "Pod" {
+			errs = append(errs, c.deletePod(ctx, o.GetNamespace(), strings.TrimPrefix(o.GetName(), "pod-")))
+			continue
+		}
 		if o.GetKind() == "VirtualMachine" {
 			errs = append(errs, c.deleteVM(ctx, o.GetNamespace(), strings.TrimPrefix(o.GetName(), "vm-instance-")))
 			continue

@@ -29,7 +29,7 @@ func TestDryRunGolden(t *testing.T) {
 	golden(t, "dry-run.golden", out)
 	// Order: cluster, cabling, plugins, Multus, KubeVirt, then the guide's objects.
 	last := -1
-	for _, s := range []string{"kind: create cluster vcf", "stage nodes", "gateway netns vcf-gw", "vcf-worker (netns", "copy the reference plugins", "Multus thick v4.2.2", "stage multus", "KubeVirt operator v1.8.4", "useEmulation", "stage kubevirt",
+	for _, s := range []string{"kind: create cluster vcf", "stage nodes", "gateway netns vcf-gw", "vcf-worker (netns", "copy the reference plugins", "Multus thick v4.3.0", "stage multus", "KubeVirt operator v1.8.4", "useEmulation", "stage kubevirt",
 		"kind: NetworkAttachmentDefinition", "kind: Secret", "kind: VirtualMachine", "stage nad", "stage vmi", "kind delete cluster vcf"} {
 		i := strings.Index(out, s)
 		if i < 0 || i < last {

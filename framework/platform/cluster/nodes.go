@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -162,6 +163,9 @@ func snapshotDir(dir string) (map[string]platform.FileState, error) {
 			return nil, err
 		}
 		st := platform.FileState{Mode: uint32(fi.Mode()), MTime: fi.ModTime(), Size: fi.Size()}
+		if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+			st.Inode = sys.Ino
+		}
 		if fi.Mode().IsRegular() {
 			b, err := os.ReadFile(p)
 			if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/gateway"
+	"github.com/cozystack/vlan-conformance/framework/kernel"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kind"
 )
@@ -76,6 +77,13 @@ func (c *Cluster) plan() ([]step, error) {
 	c.kubeconfig = filepath.Join(c.work, "kind-"+cl.KindName+".kubeconfig")
 	add("cluster", fmt.Sprintf("kind: create cluster %s with %s (runtime %s, node image %s: %s), kubeconfig %s; an existing cluster of that name is reused and kept",
 		cl.KindName, configName, cl.Runtime, image, strings.Join(all, ", "), c.kubeconfig), nil, func(ctx context.Context) error {
+		raw, fixes, err := kind.HostFixes(raw)
+		if err != nil {
+			return err
+		}
+		for _, f := range fixes {
+			fmt.Fprintln(os.Stderr, "kind: "+f)
+		}
 		wait := c.timeouts["nodes"]
 		if cl.PodNetwork == "ptp" {
 			wait = 0 // nodes turn Ready only once the suite gives them a pod network
@@ -110,19 +118,42 @@ func (c *Cluster) plan() ([]step, error) {
 	gw := netip.PrefixFrom(netip.MustParseAddr(c.cfg.Gateway), subnet.Bits())
 	other := netip.MustParsePrefix(c.cfg.OtherSubnet)
 	otherGW := netip.PrefixFrom(netip.MustParseAddr(c.cfg.OtherGateway), other.Bits())
+	untagged, trunkWhy := c.trunkMode()
 	var specs []fabric.NodeSpec
 	for i, w := range workers {
 		specs = append(specs, fabric.NodeSpec{Name: w, Wiring: fabric.GuideBridge, Address: nodeAddr(subnet, i)})
 	}
+	// The control plane carries the macvlan claims: provisioned as macvlan
+	// users do, so the guide's bridge nodes stay as the guide has them.
+	if len(cps) > 0 {
+		specs = append(specs, fabric.NodeSpec{Name: cps[0], Wiring: fabric.MacvlanParent, Address: nodeAddr(subnet, len(workers))})
+	}
 	hostStep := len(steps)
-	add("host", fmt.Sprintf("gateway netns %sgw: switch bridge %s; %s %s; %s %s; neighbour timers --arp-profile=%s",
-		fabric.Prefix, fabric.TrunkName, fabric.SubName(fabric.TrunkName, c.cfg.VLAN), gw, fabric.SubName(fabric.TrunkName, c.cfg.OtherVLAN), otherGW, c.cfg.ARPProfile), nil, nil)
+	parent := fabric.SubName(fabric.UplinkName, c.cfg.VLAN)
+	if untagged {
+		parent = fabric.UplinkName
+		add("host", fmt.Sprintf("gateway netns %sgw: switch bridge %s %s, untagged (%s); no second VLAN; neighbour timers --arp-profile=%s",
+			fabric.Prefix, fabric.TrunkName, gw, trunkWhy, c.cfg.ARPProfile), nil, nil)
+	} else {
+		add("host", fmt.Sprintf("gateway netns %sgw: switch bridge %s; %s %s; %s %s (%s); neighbour timers --arp-profile=%s",
+			fabric.Prefix, fabric.TrunkName, fabric.SubName(fabric.TrunkName, c.cfg.VLAN), gw, fabric.SubName(fabric.TrunkName, c.cfg.OtherVLAN), otherGW, trunkWhy, c.cfg.ARPProfile), nil, nil)
+	}
 	for _, s := range specs {
-		add("node", fmt.Sprintf("%s (netns of its container's PID, from `%s inspect`): trunk veth %s <-> %sgw:p-%s; %s (VLAN %d, no address) in %s; %s %s",
-			s.Name, cl.Runtime, fabric.UplinkName, fabric.Prefix, s.Name, fabric.SubName(fabric.UplinkName, c.cfg.VLAN), c.cfg.VLAN, fabric.BridgeName, fabric.BridgeName, s.Address), nil, nil)
+		vlan := fmt.Sprintf("%s (VLAN %d, no address) in %s; %s %s", parent, c.cfg.VLAN, fabric.BridgeName, fabric.BridgeName, s.Address)
+		if untagged {
+			vlan = fmt.Sprintf("%s itself in %s; %s %s", parent, fabric.BridgeName, fabric.BridgeName, s.Address)
+		}
+		if s.Wiring == fabric.MacvlanParent {
+			vlan = fmt.Sprintf("%s %s, no bridge (the macvlan node)", parent, s.Address)
+		}
+		add("node", fmt.Sprintf("%s (netns of its container's PID, from `%s inspect`): trunk veth %s <-> %sgw:p-%s; %s",
+			s.Name, cl.Runtime, fabric.UplinkName, fabric.Prefix, s.Name, vlan), nil, nil)
 	}
 	// One netlink pass builds the gateway and cables every node listed above.
-	steps[hostStep].do = func(context.Context) error { return c.cable(specs, gw, otherGW) }
+	steps[hostStep].do = func(context.Context) error {
+		c.untagged, c.trunkWhy = untagged, trunkWhy
+		return c.cable(specs, gw, otherGW, untagged)
+	}
 
 	switch cl.CNIStaging {
 	case "installer":
@@ -166,6 +197,10 @@ func (c *Cluster) plan() ([]step, error) {
 		return c.apply.Apply(ctx, c.multus)
 	})
 	wait(func() Stage { return setupStages(c.c, c.timeouts)[1] }, fmt.Sprintf("stage multus (timeout %s)", c.timeouts["multus"]))
+	if cl.Workload == "pod" {
+		add("apply", "no KubeVirt (--workload=pod): the workloads are pods attached by Multus, image "+PodImage, nil, nil)
+		return steps, nil
+	}
 	add("apply", fmt.Sprintf("KubeVirt operator %s: %s (cached at %s)", ms[1].Version, ms[1].URL, ms[1].Path(cl.ManifestsDir)), nil, func(ctx context.Context) error {
 		b, err := ms[1].Load(ctx, cl.ManifestsDir)
 		if err != nil {
@@ -187,6 +222,24 @@ func (c *Cluster) plan() ([]step, error) {
 	})
 	wait(func() Stage { return setupStages(c.c, c.timeouts)[2] }, fmt.Sprintf("stage kubevirt (timeout %s)", c.timeouts["kubevirt"]))
 	return steps, nil
+}
+
+// trunkMode decides whether the trunk carries the VLAN untagged: kind nodes
+// share the host's kernel, and without 8021q there is no uplink.100.
+func (c *Cluster) trunkMode() (untagged bool, why string) {
+	switch c.cfg.Cluster.Trunk {
+	case "tagged":
+		return false, "802.1Q, --trunk=tagged"
+	case "untagged":
+		return true, "access mode, --trunk=untagged"
+	}
+	if c.cfg.Cluster.DryRun {
+		return false, "802.1Q; --trunk=auto decides at run time: untagged access mode when the kernel lacks 8021q"
+	}
+	if kernel.Has8021Q() {
+		return false, "802.1Q, the kernel has 8021q"
+	}
+	return true, "access mode: this kernel lacks 8021q (CONFIG_VLAN_8021Q), which kind nodes share"
 }
 
 // emulation decides KubeVirt's useEmulation.

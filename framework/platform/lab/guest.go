@@ -12,12 +12,12 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
+	"github.com/cozystack/vlan-conformance/framework/cloudinit"
 	"github.com/cozystack/vlan-conformance/framework/cni"
-	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/nsexec"
 	"github.com/cozystack/vlan-conformance/framework/platform"
-	"github.com/cozystack/vlan-conformance/framework/probe"
+	"github.com/cozystack/vlan-conformance/framework/platform/nsguest"
 )
 
 // The pod network as the guest sees it: a stand-in for the cluster network,
@@ -35,13 +35,14 @@ const (
 
 // guest is a VM in the lab: a virt-launcher pod netns and a guest netns.
 type guest struct {
-	lab        *Lab
-	spec       platform.VMSpec
-	node       *node
-	pod, vm    *fabric.Namespace
-	mac        net.HardwareAddr
-	attachment platform.Attachment
-	cniAtt     []cni.Attachment
+	nsguest.Inside // the guest netns, once made
+	lab            *Lab
+	spec           platform.VMSpec
+	node           *node
+	pod, vm        *fabric.Namespace
+	mac            net.HardwareAddr
+	attachment     platform.Attachment
+	cniAtt         []cni.Attachment
 }
 
 func startGuest(ctx context.Context, l *Lab, spec platform.VMSpec) (_ *guest, err error) {
@@ -61,6 +62,7 @@ func startGuest(ctx context.Context, l *Lab, spec platform.VMSpec) (_ *guest, er
 	if g.vm, err = fabric.NewNamespace("vm-" + spec.Name); err != nil {
 		return nil, err
 	}
+	g.Inside = nsguest.Inside{Netns: g.vm.Path, Handle: g.vm.Handle, NIC: vlanNIC, Label: "guest " + spec.Name}
 	vmFd, err := netns.GetFromPath(g.vm.Path)
 	if err != nil {
 		return nil, err
@@ -106,11 +108,11 @@ func startGuest(ctx context.Context, l *Lab, spec platform.VMSpec) (_ *guest, er
 	if g.mac, err = newLauncher(g.pod.Handle, g.pod.Path, "net1").bind(int(vmFd), vlanNIC); err != nil {
 		return nil, fmt.Errorf("bridge binding: %w", err)
 	}
-	if err := applyCloudInit(g.vm.Handle, spec.CloudInit); err != nil {
+	if err := cloudinit.Apply(g.vm.Handle, spec.CloudInit); err != nil {
 		return nil, fmt.Errorf("cloud-init: %w", err)
 	}
 	if subj.announceAtBoot {
-		if err := g.announce(); err != nil {
+		if err := g.Announce(); err != nil {
 			return nil, fmt.Errorf("announce at boot: %w", err)
 		}
 		// Let the announcement reach the gateway before the VM counts as up.
@@ -181,15 +183,9 @@ func (g *guest) readAttachment(nad string, ips []netip.Prefix) (platform.Attachm
 		return a, err
 	}
 	for _, ad := range addrs {
-		a.PodIPv4 = append(a.PodIPv4, prefixOf(ad.IPNet))
+		a.PodIPv4 = append(a.PodIPv4, nsguest.PrefixOf(ad.IPNet))
 	}
 	return a, nil
-}
-
-func prefixOf(n *net.IPNet) netip.Prefix {
-	a, _ := netip.AddrFromSlice(n.IP)
-	ones, _ := n.Mask.Size()
-	return netip.PrefixFrom(a.Unmap(), ones)
 }
 
 // destroy runs CNI DEL and deletes the pod and guest namespaces.
@@ -212,94 +208,16 @@ func (g *guest) destroy(ctx context.Context) error {
 func (g *guest) Name() string                    { return g.spec.Name }
 func (g *guest) Node() platform.Node             { return g.node }
 func (g *guest) MAC() net.HardwareAddr           { return g.mac }
-func (g *guest) VLANInterface() string           { return vlanNIC }
 func (g *guest) Attachment() platform.Attachment { return g.attachment }
 func (g *guest) Spec() platform.VMSpec           { return g.spec }
-func (g *guest) VLANPoint() evidence.Point {
-	return evidence.Point{Netns: g.vm.Path, Iface: vlanNIC, Label: "guest " + g.spec.Name + " " + vlanNIC}
-}
-
-func (g *guest) Addresses(_ context.Context, iface string) ([]netip.Prefix, error) {
-	l, err := g.vm.Handle.LinkByName(iface)
-	if err != nil {
-		return nil, err
-	}
-	addrs, err := g.vm.Handle.AddrList(l, netlink.FAMILY_V4)
-	if err != nil {
-		return nil, err
-	}
-	var out []netip.Prefix
-	for _, a := range addrs {
-		out = append(out, prefixOf(a.IPNet))
-	}
-	return out, nil
-}
-
-func (g *guest) MTU(_ context.Context, iface string) (int, error) {
-	l, err := g.vm.Handle.LinkByName(iface)
-	if err != nil {
-		return 0, err
-	}
-	return l.Attrs().MTU, nil
-}
-
-func (g *guest) Routes(_ context.Context) ([]platform.Route, error) {
-	rs, err := g.vm.Handle.RouteList(nil, netlink.FAMILY_V4)
-	if err != nil {
-		return nil, err
-	}
-	var out []platform.Route
-	for _, r := range rs {
-		pr := platform.Route{Dst: netip.MustParsePrefix("0.0.0.0/0"), Scope: r.Scope.String()}
-		if r.Dst != nil {
-			pr.Dst = prefixOf(r.Dst)
-		}
-		if gw, ok := netip.AddrFromSlice(r.Gw); ok {
-			pr.Gw = gw.Unmap()
-		}
-		if l, err := g.vm.Handle.LinkByIndex(r.LinkIndex); err == nil {
-			pr.Iface = l.Attrs().Name
-		}
-		out = append(out, pr)
-	}
-	return out, nil
-}
-
-func (g *guest) Ping(ctx context.Context, dst netip.Addr, opts ...platform.PingOption) (platform.PingResult, error) {
-	return probe.Ping(ctx, g.vm.Path, dst, opts...)
-}
-
-func (g *guest) vlanAddr() (netip.Addr, error) {
-	addrs, err := g.Addresses(context.Background(), vlanNIC)
-	if err != nil || len(addrs) == 0 {
-		return netip.Addr{}, fmt.Errorf("guest %s has no address on %s (%v)", g.spec.Name, vlanNIC, err)
-	}
-	return addrs[0].Addr(), nil
-}
-
-func (g *guest) ARPProbe(_ context.Context, ip netip.Addr, timeout time.Duration) (net.HardwareAddr, error) {
-	src, err := g.vlanAddr()
-	if err != nil {
-		return nil, err
-	}
-	return probe.ARPProbe(g.vm.Path, vlanNIC, src, ip, timeout)
-}
 
 func (g *guest) AnnounceGARP(_ context.Context) error {
 	if subjectFor(g.lab.cfg).silentGuest {
 		return nil
 	}
-	return g.announce()
+	return g.Announce()
 }
 
-func (g *guest) announce() error {
-	src, err := g.vlanAddr()
-	if err != nil {
-		return err
-	}
-	return probe.GratuitousARP(g.vm.Path, vlanNIC, src)
-}
-
-func (g *guest) Neighbor(_ context.Context, ip netip.Addr) (platform.Neighbor, error) {
-	return evidence.ReadNeighbor(g.vm.Handle, vlanNIC, ip)
+func ipnet(p netip.Prefix) *net.IPNet {
+	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
 }

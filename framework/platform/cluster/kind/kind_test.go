@@ -43,9 +43,30 @@ func TestOfflineConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.Networking.DisableDefaultCNI || len(c.ContainerdConfigPatches) != 1 || len(Workers(c)) != 2 {
-		t.Fatalf("the offline config has no default CNI, the oom_score_adj patch and two workers: %+v", c)
+	if !c.Networking.DisableDefaultCNI || len(c.ContainerdConfigPatches) != 0 || len(Workers(c)) != 2 {
+		t.Fatalf("the offline config has no default CNI, no containerd patch (the host fixes add it) and two workers: %+v", c)
 	}
+}
+
+// The oom_score_adj fix is added exactly when the probe finds the wall.
+func TestHostFixes(t *testing.T) {
+	raw, _ := kindconfig.Get("offline.yaml")
+	out, fixes, err := HostFixes(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ParseConfig(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	if OOMScoreAdjRestricted() {
+		want = 1
+	}
+	if len(fixes) != want || len(c.ContainerdConfigPatches) != want {
+		t.Fatalf("restricted=%v: fixes %v, patches %v", want == 1, fixes, c.ContainerdConfigPatches)
+	}
+	t.Logf("oom_score_adj restricted here: %v; fixes: %v", want == 1, fixes)
 }
 
 func TestParseConfigRejects(t *testing.T) {

@@ -1,0 +1,211 @@
+package cloudinit
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+
+	"github.com/cozystack/vlan-conformance/fixtures"
+)
+
+// guideUserData is the guide's userData plus the suite's console login.
+func guideUserData() string {
+	return fixtures.CloudInit("203.0.113.10/24") +
+		"password: secret\nchpasswd:\n  expire: false\n"
+}
+
+func TestParseGuideUserData(t *testing.T) {
+	cc, err := ParseCloudConfig(guideUserData())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cc.RunsNetplanApply() {
+		t.Error("the guide's runcmd runs netplan apply")
+	}
+	if len(cc.WriteFiles) != 1 || cc.WriteFiles[0].Path != "/etc/netplan/60-vlan100.yaml" {
+		t.Fatalf("write_files: %+v", cc.WriteFiles)
+	}
+	if m, err := cc.WriteFiles[0].Mode(); err != nil || m != 0o600 {
+		t.Errorf("mode %o, %v; want 0600", m, err)
+	}
+	np, err := ParseNetplan([]byte(cc.WriteFiles[0].Content))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := np.Network.Ethernets["enp2s0"]; len(e.Addresses) != 1 || e.Addresses[0] != "203.0.113.10/24" {
+		t.Errorf("enp2s0: %+v", e)
+	}
+	if cc.ExpirePassword() {
+		t.Error("chpasswd.expire: false must not expire the password")
+	}
+	pw, err := cc.Passwords("ubuntu")
+	if err != nil || pw["ubuntu"] != (Password{Value: "secret"}) {
+		t.Errorf("passwords %v, %v", pw, err)
+	}
+	users, err := cc.UserList(User{Name: "ubuntu"})
+	if err != nil || len(users) != 1 || users[0].Name != "ubuntu" {
+		t.Errorf("no users: key means the default user: %v, %v", users, err)
+	}
+	script, err := cc.RuncmdScript()
+	if err != nil || script != "#!/bin/sh\nnetplan apply\n" {
+		t.Errorf("runcmd script %q, %v", script, err)
+	}
+}
+
+func TestCloudConfigForms(t *testing.T) {
+	cc, err := ParseCloudConfig(`#cloud-config
+users:
+  - default
+  - name: ops
+    groups: adm, sudo
+    sudo: ALL=(ALL) NOPASSWD:ALL
+    lock_passwd: false
+write_files:
+  - path: /a
+    permissions: 0640
+    encoding: b64
+    content: aGVsbG8=
+runcmd:
+  - [echo, "it's"]
+  - echo done
+chpasswd:
+  users:
+    - {name: ops, password: x}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cc.RunsNetplanApply() {
+		t.Error("no netplan apply here")
+	}
+	if m, _ := cc.WriteFiles[0].Mode(); m != 0o640 {
+		t.Errorf("unquoted 0640: mode %o", m)
+	}
+	if d, err := cc.WriteFiles[0].Data(); err != nil || string(d) != "hello" {
+		t.Errorf("b64 content %q, %v", d, err)
+	}
+	script, _ := cc.RuncmdScript()
+	if want := "#!/bin/sh\n'echo' 'it'\\''s'\necho done\n"; script != want {
+		t.Errorf("script %q, want %q", script, want)
+	}
+	users, err := cc.UserList(User{Name: "ubuntu"})
+	if err != nil || len(users) != 2 || users[1].Name != "ops" || strings.Join(users[1].Groups, ",") != "adm,sudo" ||
+		len(users[1].Sudo) != 1 || users[1].LockPasswd {
+		t.Errorf("users %+v, %v", users, err)
+	}
+	if !cc.ExpirePassword() {
+		t.Error("expire defaults to true")
+	}
+	if _, err := ParseCloudConfig("#!/bin/sh\necho hi\n"); err == nil {
+		t.Error("a shell script is not #cloud-config")
+	}
+}
+
+func TestNetplanStrictAndMerge(t *testing.T) {
+	if _, err := ParseNetplan([]byte("network:\n  version: 2\n  ethernets:\n    e: {dhcp6: true}\n")); err == nil {
+		t.Error("dhcp6 is outside the subset and must be an error")
+	}
+	if _, err := ParseNetplan([]byte("network:\n  version: 1\n")); err == nil {
+		t.Error("version 1 must be an error")
+	}
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "etc/netplan"), 0o755)
+	os.WriteFile(filepath.Join(dir, "etc/netplan/50-cloud-init.yaml"), []byte(
+		"network:\n  version: 2\n  ethernets:\n    enp1s0:\n      dhcp4: true\n      match: {macaddress: '02:00:00:00:00:01'}\n      set-name: enp1s0\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "etc/netplan/60-vlan100.yaml"), []byte(
+		"network:\n  version: 2\n  ethernets:\n    enp1s0:\n      mtu: 1400\n    enp2s0:\n      addresses: [203.0.113.10/24]\n"), 0o600)
+	np, files, err := LoadNetplan(dir)
+	if err != nil || len(files) != 2 {
+		t.Fatal(files, err)
+	}
+	e := np.Network.Ethernets["enp1s0"]
+	if !e.DHCP4 || e.MTU != 1400 || e.SetName != "enp1s0" {
+		t.Errorf("merged enp1s0: %+v", e)
+	}
+}
+
+// inNetns runs f with a handle into a fresh network namespace.
+func inNetns(t *testing.T, f func(h *netlink.Handle)) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for a network namespace")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer orig.Close()
+	ns, err := netns.New()
+	if err != nil {
+		t.Skipf("no network namespace: %v", err)
+	}
+	defer ns.Close()
+	if err := netns.Set(orig); err != nil {
+		t.Fatal(err)
+	}
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	f(h)
+}
+
+func TestApplyGuideUserData(t *testing.T) {
+	inNetns(t, func(h *netlink.Handle) {
+		mac, _ := net.ParseMAC("02:00:00:00:00:02")
+		for _, n := range []string{"enp1s0", "eth1"} {
+			la := netlink.NewLinkAttrs()
+			la.Name = n
+			if n == "eth1" {
+				la.HardwareAddr = mac
+			}
+			if err := h.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: n + "-peer"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The guide's file names enp2s0: absent, so Apply must fail loudly.
+		if err := Apply(h, guideUserData()); err == nil || !strings.Contains(err.Error(), "no interface enp2s0") {
+			t.Fatalf("want a missing-interface error, got %v", err)
+		}
+		// Matched by MAC and renamed, then applied twice (harmless).
+		np, err := ParseNetplan([]byte("network:\n  version: 2\n  ethernets:\n    vlan:\n      match: {macaddress: '02:00:00:00:00:02'}\n      set-name: enp2s0\n      mtu: 1400\n      addresses: [203.0.113.10/24]\n      routes: [{to: 198.51.100.0/24, via: 203.0.113.1}]\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 2; i++ {
+			if err := np.Apply(h, nil); err != nil {
+				t.Fatalf("apply %d: %v", i, err)
+			}
+		}
+		l, err := h.LinkByName("enp2s0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Attrs().MTU != 1400 {
+			t.Errorf("mtu %d", l.Attrs().MTU)
+		}
+		addrs, _ := h.AddrList(l, netlink.FAMILY_V4)
+		if len(addrs) != 1 || addrs[0].IPNet.String() != "203.0.113.10/24" {
+			t.Errorf("addresses %v", addrs)
+		}
+		routes, _ := h.RouteList(l, netlink.FAMILY_V4)
+		found := false
+		for _, r := range routes {
+			found = found || (r.Dst != nil && r.Dst.String() == "198.51.100.0/24" && r.Gw.String() == "203.0.113.1")
+		}
+		if !found {
+			t.Errorf("routes %v", routes)
+		}
+		if err := ApplyNetplan(h, []byte("network:\n  version: 2\n  ethernets:\n    enp1s0: {dhcp4: true}\n")); err == nil {
+			t.Error("dhcp4 without a DHCP client must be an error")
+		}
+	})
+}

@@ -1,0 +1,274 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cozystack/vlan-conformance/framework/cloudinit"
+	"github.com/cozystack/vlan-conformance/framework/evidence"
+	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/platform/nsguest"
+)
+
+// The pod workload (--workload=pod): the VLAN attached by Multus to a plain
+// pod, no KubeVirt. The pod's network namespace is entered from the host
+// (its sandbox process found by the pod UID in its cgroup path) and the
+// guide's userData is applied there by framework/cloudinit, as a guest
+// would apply it. What it proves is the node, NAD and Multus half of the
+// datapath; claims about VMs (bridge binding, re-created VMs) skip.
+//
+//	kind node (netns of the container)        pod netns (pause)
+//	br100 203.0.113.2/24 <- veth (bridge CNI) -> enp2s0 203.0.113.10/24 (userData)
+//	                                             eth0   pod network (ptp)
+
+// PodImage is the image of pod workloads: the pause image every node has.
+const PodImage = "registry.k8s.io/pause:3.10.1"
+
+// podVLANNIC names the pod's VLAN interface as the guide's netplan does.
+const podVLANNIC = "enp2s0"
+
+// podGuest is a pod on the VLAN, seen from inside its network namespace.
+type podGuest struct {
+	nsguest.Inside
+	spec       platform.VMSpec
+	node       platform.Node
+	uid        string
+	mac        net.HardwareAddr
+	attachment platform.Attachment
+}
+
+func (g *podGuest) Name() string                         { return g.spec.Name }
+func (g *podGuest) Node() platform.Node                  { return g.node }
+func (g *podGuest) MAC() net.HardwareAddr                 { return g.mac }
+func (g *podGuest) Attachment() platform.Attachment      { return g.attachment }
+func (g *podGuest) Spec() platform.VMSpec                { return g.spec }
+func (g *podGuest) AnnounceGARP(_ context.Context) error { return g.Announce() }
+
+// podName is the pod a VMSpec becomes.
+func podName(app string) string { return "pod-" + app }
+
+// renderPod is the pod workload: pause, on the spec's node, with the NADs
+// of spec.Networks requested through Multus's selection annotation (the
+// first as enp2s0, like the guide's second NIC), resolved in its own
+// namespace.
+func renderPod(spec platform.VMSpec, nodeName string) (*corev1.Pod, error) {
+	type selection struct {
+		Name      string `json:"name"`
+		Interface string `json:"interface,omitempty"`
+		MAC       string `json:"mac,omitempty"`
+	}
+	var sel []selection
+	for i, n := range spec.Networks {
+		s := selection{Name: n, Interface: fmt.Sprintf("enp%ds0", i+2)}
+		if i == 0 {
+			s.MAC = spec.MAC
+		}
+		sel = append(sel, s)
+	}
+	ann, err := json.Marshal(sel)
+	if err != nil {
+		return nil, err
+	}
+	zero := int64(0)
+	p := &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: podName(spec.Name), Namespace: spec.Namespace, Labels: owned(),
+			Annotations: map[string]string{"k8s.v1.cni.cncf.io/networks": string(ann)}},
+		Spec: corev1.PodSpec{
+			NodeName:                      nodeName,
+			Tolerations:                   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			TerminationGracePeriodSeconds: &zero,
+			Containers:                    []corev1.Container{{Name: "pause", Image: PodImage, ImagePullPolicy: corev1.PullIfNotPresent}},
+		},
+	}
+	if len(spec.Networks) == 0 {
+		delete(p.Annotations, "k8s.v1.cni.cncf.io/networks")
+	}
+	return p, nil
+}
+
+// podReady: the pod Running, or its sandbox failing for good (the event
+// quotes Multus and the CNI plugin's error).
+func podReady(c clients, ns, name string) func(context.Context) (bool, string, error) {
+	return func(ctx context.Context) (bool, string, error) {
+		p, err := c.kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, "pod: " + err.Error(), nil
+		}
+		status := "phase " + string(p.Status.Phase)
+		if p.Status.Phase == corev1.PodRunning {
+			return true, status, nil
+		}
+		evs, err := podEvents(ctx, c, ns, name)
+		if err != nil {
+			return false, status, nil
+		}
+		for _, e := range evs {
+			if e.Type == corev1.EventTypeWarning && slices.Contains(terminalReasons, e.Reason) {
+				return false, status, fmt.Errorf("%s %s: %s: %s", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+			}
+		}
+		return false, status, nil
+	}
+}
+
+func podEvents(ctx context.Context, c clients, ns, name string) ([]corev1.Event, error) {
+	list, err := c.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []corev1.Event
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind == "Pod" && e.InvolvedObject.Name == name {
+			out = append(out, e)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b corev1.Event) int { return a.LastTimestamp.Compare(b.LastTimestamp.Time) })
+	return out, nil
+}
+
+// startPod creates the pod workload, waits for it, reads what the CNI
+// plugin left in it, then applies the userData inside it.
+func (c *Cluster) startPod(ctx context.Context, spec platform.VMSpec) (platform.Guest, error) {
+	if err := c.ensureNamespace(ctx, spec.Namespace); err != nil {
+		return nil, err
+	}
+	nodeName := ""
+	if spec.Node != nil {
+		nodeName = spec.Node.Name()
+	}
+	pod, err := renderPod(spec, nodeName)
+	if err != nil {
+		return nil, err
+	}
+	c.record(spec.Namespace, pod)
+	if _, err := c.c.kube.CoreV1().Pods(spec.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		return nil, err
+	}
+	stages := []Stage{
+		{Name: "nad", What: fmt.Sprintf("NetworkAttachmentDefinitions %v readable in %s", spec.Networks, spec.Namespace), Timeout: c.timeouts["nad"], Check: nadsPresent(c.c.nad, spec.Namespace, spec.Networks)},
+		{Name: "pod", What: fmt.Sprintf("pod %s/%s Running", spec.Namespace, pod.Name), Timeout: c.timeouts["vmi"], Check: podReady(c.c, spec.Namespace, pod.Name)},
+	}
+	if err := WaitAll(ctx, stages); err != nil {
+		return nil, err
+	}
+	live, err := c.c.kube.CoreV1().Pods(spec.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	g := &podGuest{spec: spec, uid: string(live.UID)}
+	for _, n := range c.allNodes() {
+		if n.name == live.Spec.NodeName {
+			g.node = n
+		}
+	}
+	if g.node == nil {
+		return nil, fmt.Errorf("pod %s/%s runs on %s, not a node the suite cabled", spec.Namespace, pod.Name, live.Spec.NodeName)
+	}
+	path, err := podNetns(g.uid)
+	if err != nil {
+		return nil, fmt.Errorf("pod %s/%s: %w", spec.Namespace, pod.Name, err)
+	}
+	fd, err := netns.GetFromPath(path)
+	if err != nil {
+		return nil, err
+	}
+	h, err := netlink.NewHandleAt(fd, unix.NETLINK_ROUTE)
+	fd.Close()
+	if err != nil {
+		return nil, err
+	}
+	g.Inside = nsguest.Inside{Netns: path, Handle: h, NIC: podVLANNIC, Label: "pod " + pod.Name}
+	if len(spec.Networks) > 0 {
+		nad := spec.Networks[0]
+		g.attachment = platform.Attachment{NAD: nad, PodInterface: podVLANNIC}
+		g.attachment.CNIResultIPs, g.attachment.MTU = networkStatus(live.Annotations["k8s.v1.cni.cncf.io/network-status"], spec.Namespace+"/"+nad)
+		l, err := h.LinkByName(podVLANNIC)
+		if err != nil {
+			return nil, fmt.Errorf("pod %s/%s: Multus left no %s: %w", spec.Namespace, pod.Name, podVLANNIC, err)
+		}
+		g.mac = l.Attrs().HardwareAddr
+		if g.attachment.PodIPv4, err = g.Addresses(ctx, podVLANNIC); err != nil {
+			return nil, err
+		}
+		if err := cloudinit.Apply(h, spec.CloudInit); err != nil {
+			return nil, fmt.Errorf("pod %s/%s: the guide's userData: %w", spec.Namespace, pod.Name, err)
+		}
+		evidence.Note("workload", "pod %s/%s on %s: %s %s, MAC %s; the userData's netplan applied by the suite in the pod's netns (%s)", spec.Namespace, pod.Name, live.Spec.NodeName, podVLANNIC, nad, g.mac, path)
+	}
+	c.mu.Lock()
+	c.pods[spec.Namespace+"/"+spec.Name] = g
+	c.mu.Unlock()
+	return g, nil
+}
+
+// deletePod deletes the pod and waits until it is gone (CNI DEL done).
+func (c *Cluster) deletePod(ctx context.Context, namespace, app string) error {
+	c.mu.Lock()
+	if g, ok := c.pods[namespace+"/"+app]; ok {
+		g.Handle.Close()
+		delete(c.pods, namespace+"/"+app)
+	}
+	c.mu.Unlock()
+	name := podName(app)
+	err := c.c.kube.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	gone := Stage{Name: "pod", What: "pod " + namespace + "/" + name + " deleted", Timeout: c.timeouts["vmi"], Check: func(ctx context.Context) (bool, string, error) {
+		_, err := c.c.kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), "still there", nil
+	}}
+	return gone.Wait(ctx)
+}
+
+// podNetns finds a pod's network namespace from the host: the process of
+// one of its containers, whose cgroup path names the pod UID (with dashes,
+// or underscores under the systemd cgroup driver).
+func podNetns(uid string) (string, error) {
+	pid, err := processOf([]string{"pod" + uid, "pod" + strings.ReplaceAll(uid, "-", "_")})
+	if err != nil {
+		return "", fmt.Errorf("pod UID %s: %w", uid, err)
+	}
+	return filepath.Join("/proc", pid, "ns", "net"), nil
+}
+
+// processOf returns the PID (as the host sees it) of a process whose
+// cgroup path contains one of keys: a pod UID or a container ID. Kind
+// nodes' containers are processes of this host, in cgroups named after
+// them.
+func processOf(keys []string) (string, error) {
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return "", err
+	}
+	for _, p := range procs {
+		if _, err := strconv.Atoi(p.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cgroup"))
+		if err != nil {
+			continue
+		}
+		for _, k := range keys {
+			if strings.Contains(string(b), k) {
+				return p.Name(), nil
+			}
+		}
+	}
+	return "", fmt.Errorf("no process in a cgroup named after %v", keys)
+}
