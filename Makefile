@@ -112,7 +112,7 @@ KIND_ARGS += --kind-config=kind-config/offline.yaml --pod-network=ptp \
   --images-archive=$(OFFLINE_IMAGES)/multus.tar \
   --manifests-dir=$(OFFLINE_CACHE)/manifests --multus-version=$(MULTUS_VERSION) \
   --cni-staging=stager --cni-plugins-image=$(LOCAL_REGISTRY)/multus-cni:$(MULTUS_VERSION) \
-  --workload=pod
+  --workload=pod --report-dir=reports/cluster-offline
 E2E_PREP := offline-lane
 endif
 e2e-kind: $(SUITE) $(DRIVER) plugins $(E2E_PREP)

@@ -1,0 +1,62 @@
+package cluster
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/cozystack/vlan-conformance/fixtures"
+	"github.com/cozystack/vlan-conformance/framework/platform"
+)
+
+// The pod workload asks Multus for the NAD by name only (resolved in the
+// pod's own namespace, VLAN-11) and names the interface as the guide's
+// netplan expects.
+func TestRenderPod(t *testing.T) {
+	spec := platform.VMSpec{Name: "vm-a", Namespace: "tenant-example", Networks: []string{"vlan100"}, CloudInit: fixtures.CloudInit("203.0.113.10/24"), MAC: "02:00:00:00:00:0a"}
+	p, err := renderPod(spec, "vcf-worker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sel []map[string]string
+	if err := json.Unmarshal([]byte(p.Annotations["k8s.v1.cni.cncf.io/networks"]), &sel); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"name": "vlan100", "interface": "enp2s0", "mac": "02:00:00:00:00:0a"}
+	if len(sel) != 1 || len(sel[0]) != len(want) {
+		t.Fatalf("selection %v, want [%v]", sel, want)
+	}
+	for k, v := range want {
+		if sel[0][k] != v {
+			t.Fatalf("selection %v, want [%v]", sel, want)
+		}
+	}
+	if p.Name != "pod-vm-a" || p.Spec.NodeName != "vcf-worker" || p.Labels[OwnedLabel] != "true" || p.Spec.Containers[0].Image != PodImage {
+		t.Fatalf("pod %+v", p)
+	}
+	none, _ := renderPod(platform.VMSpec{Name: "x", Namespace: "n"}, "")
+	if _, ok := none.Annotations["k8s.v1.cni.cncf.io/networks"]; ok {
+		t.Fatal("a pod without networks asks Multus for none")
+	}
+}
+
+// processOf finds a process by a string of its cgroup path: this test's
+// own cgroup finds some process in it; a made-up pod UID finds none.
+func TestProcessOf(t *testing.T) {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Skip(err)
+	}
+	line := strings.TrimSpace(strings.Split(string(b), "\n")[0])
+	path := line[strings.LastIndex(line, ":")+1:]
+	if path == "/" {
+		t.Skip("in the root cgroup: nothing distinctive to look for")
+	}
+	if _, err := processOf([]string{path}); err != nil {
+		t.Fatalf("own cgroup %q: %v", path, err)
+	}
+	if _, err := podNetns("00000000-0000-0000-0000-000000000000"); err == nil {
+		t.Fatal("a pod UID no process carries was found")
+	}
+}
