@@ -116,6 +116,17 @@ const (
 	TrunkName  = "trunk"
 )
 
+// PortName is the gateway's switch port for a node: "p-<node>", cut to
+// the kernel's 15-character limit from the left (vcf-control-plane ->
+// p-control-plane), since node names end in what tells them apart.
+func PortName(node string) string {
+	const max = 15 - len("p-")
+	if len(node) > max {
+		node = node[len(node)-max:]
+	}
+	return "p-" + node
+}
+
 // SubName is the VLAN sub-interface name for an id, as the guide spells it.
 func SubName(parent string, vlan int) string { return fmt.Sprintf("%s.%d", parent, vlan) }
 
@@ -365,7 +376,7 @@ func (f *Fabric) addNode(spec NodeSpec) (*Node, error) {
 		return nil, err
 	}
 	defer gwFd.Close()
-	port := "p-" + spec.Name
+	port := PortName(spec.Name)
 	veth := &netlink.Veth{
 		LinkAttrs: netlink.LinkAttrs{Name: uplinkName, MTU: f.Spec.MTU},
 		PeerName:  port, PeerNamespace: netlink.NsFd(gwFd),

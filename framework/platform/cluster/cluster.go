@@ -174,7 +174,7 @@ func (c *Cluster) Trunk(pn platform.Node) evidence.Point {
 	if c.fab == nil || c.fab.Gateway == nil {
 		return evidence.Point{Label: "trunk of " + pn.Name() + " (not observable: the vendor's switch)"}
 	}
-	return evidence.Point{Netns: c.fab.Gateway.Path, Iface: "p-" + pn.Name(), Label: "trunk (switch port of " + pn.Name() + ")"}
+	return evidence.Point{Netns: c.fab.Gateway.Path, Iface: fabric.PortName(pn.Name()), Label: "trunk (switch port of " + pn.Name() + ")"}
 }
 
 func (c *Cluster) connect(kubeconfig string) error {

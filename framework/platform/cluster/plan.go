@@ -146,8 +146,8 @@ func (c *Cluster) plan() ([]step, error) {
 		if s.Wiring == fabric.MacvlanParent {
 			vlan = fmt.Sprintf("%s %s, no bridge (the macvlan node)", parent, s.Address)
 		}
-		add("node", fmt.Sprintf("%s (netns of its container's PID, from `%s inspect`): trunk veth %s <-> %sgw:p-%s; %s",
-			s.Name, cl.Runtime, fabric.UplinkName, fabric.Prefix, s.Name, vlan), nil, nil)
+		add("node", fmt.Sprintf("%s (netns of its container's PID, from `%s inspect`): trunk veth %s <-> %sgw:%s; %s",
+			s.Name, cl.Runtime, fabric.UplinkName, fabric.Prefix, fabric.PortName(s.Name), vlan), nil, nil)
 	}
 	// One netlink pass builds the gateway and cables every node listed above.
 	steps[hostStep].do = func(context.Context) error {

@@ -149,7 +149,7 @@ func (l *Lab) Trunk(pn platform.Node) evidence.Point {
 	if l.cfg.VendorMode() {
 		return evidence.Point{Iface: l.cfg.Uplink, Label: "uplink " + l.cfg.Uplink + " (host)"}
 	}
-	return evidence.Point{Netns: l.fab.Gateway.Path, Iface: "p-" + n.Name(), Label: "trunk (switch port of " + n.Name() + ")"}
+	return evidence.Point{Netns: l.fab.Gateway.Path, Iface: fabric.PortName(n.Name()), Label: "trunk (switch port of " + n.Name() + ")"}
 }
 
 func (l *Lab) ApplyNAD(_ context.Context, namespace string, nad platform.NAD) error {

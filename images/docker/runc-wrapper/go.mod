@@ -1,0 +1,3 @@
+module github.com/cozystack/vlan-conformance/images/docker/runc-wrapper
+
+go 1.24
