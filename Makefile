@@ -129,9 +129,10 @@ offline-images: plugins
 docker-engine:
 	images/docker/engine.sh
 
-# The offline lane's prerequisites: images, an engine, the node image loaded.
+# The offline lane's prerequisites: images, an engine, the node image loaded
+# (always: an image of the same tag from an older build must not be used).
 offline-lane: offline-images docker-engine
-	docker image inspect $(LOCAL_REGISTRY)/node:$(KUBERNETES_VERSION) >/dev/null 2>&1 || docker load -i $(OFFLINE_CACHE)/images/node.tar
+	docker load -i $(OFFLINE_CACHE)/images/node.tar
 
 e2e-existing: $(SUITE) $(DRIVER)
 	@test -n "$(KUBECONFIG)" || { echo "usage: make e2e-existing KUBECONFIG=/path/to/kubeconfig [ARGS=--gateway=...]"; exit 2; }
