@@ -423,14 +423,8 @@ func runcmd(cc cloudinit.CloudConfig, r *bootRun) error {
 // does not hold the command up; a NIC without a lease gets a background
 // client (netplan dhcp IFACE), reparented to init.
 func dhcpAsync(h *netlink.Handle, l netlink.Link) error {
-	addrs, err := h.AddrList(l, netlink.FAMILY_V4)
-	if err != nil {
+	if leased, err := hasGlobalIPv4(h, l); err != nil || leased {
 		return err
-	}
-	for _, a := range addrs {
-		if a.Scope == unix.RT_SCOPE_UNIVERSE {
-			return nil
-		}
 	}
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Args = []string{"vcf-guest", "netplan", "dhcp", l.Attrs().Name}

@@ -53,17 +53,26 @@ type classlessRoute struct {
 	gw  net.IP
 }
 
-// dhcpIfNeeded is netplan's DHCPFunc: a NIC that already has a global
-// IPv4 address keeps its lease (netplan apply re-run by runcmd).
-func dhcpIfNeeded(h *netlink.Handle, l netlink.Link) error {
+// hasGlobalIPv4 reports whether a NIC already holds a lease (a global
+// IPv4 address).
+func hasGlobalIPv4(h *netlink.Handle, l netlink.Link) (bool, error) {
 	addrs, err := h.AddrList(l, netlink.FAMILY_V4)
 	if err != nil {
-		return err
+		return false, err
 	}
 	for _, a := range addrs {
 		if a.Scope == unix.RT_SCOPE_UNIVERSE {
-			return nil
+			return true, nil
 		}
+	}
+	return false, nil
+}
+
+// dhcpIfNeeded is netplan's DHCPFunc: a NIC that already has a global
+// IPv4 address keeps its lease (netplan apply re-run by runcmd).
+func dhcpIfNeeded(h *netlink.Handle, l netlink.Link) error {
+	if leased, err := hasGlobalIPv4(h, l); err != nil || leased {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), dhcpTimeout())
 	defer cancel()

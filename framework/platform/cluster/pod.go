@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -117,28 +116,12 @@ func podReady(c clients, ns, name string) func(context.Context) (bool, string, e
 		if err != nil {
 			return false, status, nil
 		}
-		for _, e := range evs {
-			if e.Type == corev1.EventTypeWarning && slices.Contains(terminalReasons, e.Reason) {
-				return false, status, fmt.Errorf("%s %s: %s: %s", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
-			}
-		}
-		return false, status, nil
+		return false, status, terminalEvent(evs)
 	}
 }
 
 func podEvents(ctx context.Context, c clients, ns, name string) ([]corev1.Event, error) {
-	list, err := c.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	var out []corev1.Event
-	for _, e := range list.Items {
-		if e.InvolvedObject.Kind == "Pod" && e.InvolvedObject.Name == name {
-			out = append(out, e)
-		}
-	}
-	slices.SortStableFunc(out, func(a, b corev1.Event) int { return a.LastTimestamp.Compare(b.LastTimestamp.Time) })
-	return out, nil
+	return eventsAbout(ctx, c.kube, ns, func(o corev1.ObjectReference) bool { return o.Kind == "Pod" && o.Name == name })
 }
 
 // startPod creates the pod workload, waits for it, reads what the CNI

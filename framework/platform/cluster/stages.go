@@ -235,28 +235,38 @@ func vmiReady(c clients, ns, name string) func(context.Context) (bool, string, e
 		if err != nil {
 			return false, status, nil
 		}
-		for _, e := range evs {
-			if e.Type == corev1.EventTypeWarning && slices.Contains(terminalReasons, e.Reason) {
-				return false, status, fmt.Errorf("%s %s: %s: %s", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
-			}
-		}
-		return false, status, nil
+		return false, status, terminalEvent(evs)
 	}
+}
+
+// terminalEvent is the first Warning event that ends a wait for good.
+func terminalEvent(evs []corev1.Event) error {
+	for _, e := range evs {
+		if e.Type == corev1.EventTypeWarning && slices.Contains(terminalReasons, e.Reason) {
+			return fmt.Errorf("%s %s: %s: %s", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+		}
+	}
+	return nil
 }
 
 // vmEvents lists the events about a VM, its VMI and its launcher pods,
 // oldest first. (Filtered here: field selectors are not portable to fakes.)
 func vmEvents(ctx context.Context, kube kubernetes.Interface, ns, vmName string) ([]corev1.Event, error) {
+	return eventsAbout(ctx, kube, ns, func(o corev1.ObjectReference) bool {
+		return (o.Kind == "VirtualMachine" || o.Kind == "VirtualMachineInstance") && o.Name == vmName ||
+			o.Kind == "Pod" && strings.HasPrefix(o.Name, "virt-launcher-"+vmName+"-")
+	})
+}
+
+// eventsAbout lists a namespace's events whose object matches, oldest first.
+func eventsAbout(ctx context.Context, kube kubernetes.Interface, ns string, match func(corev1.ObjectReference) bool) ([]corev1.Event, error) {
 	list, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
 	var out []corev1.Event
 	for _, e := range list.Items {
-		o := e.InvolvedObject
-		switch {
-		case (o.Kind == "VirtualMachine" || o.Kind == "VirtualMachineInstance") && o.Name == vmName,
-			o.Kind == "Pod" && strings.HasPrefix(o.Name, "virt-launcher-"+vmName+"-"):
+		if match(e.InvolvedObject) {
 			out = append(out, e)
 		}
 	}
