@@ -220,10 +220,21 @@ cmd_stop() {
 			exit 1
 		fi
 	fi
+	# The bridges of the engine's networks (docker0, kind's br-<id>) are host
+	# links: note them now and remove them once the engine we started is gone.
+	local bridges
+	bridges=$("$(docker_cli)" network ls -q --filter driver=bridge 2>/dev/null | sed 's/^/br-/' | tr '\n' ' ')
 	log "stopping dockerd pid $pid (started by engine.sh)"
 	kill -TERM "$pid"
 	for i in $(seq 1 60); do
-		[ -d "/proc/$pid" ] || { rm -f "$marker"; log "dockerd stopped after ${i}s"; return; }
+		[ -d "/proc/$pid" ] || {
+			rm -f "$marker"
+			log "dockerd stopped after ${i}s"
+			for b in docker0 $bridges; do
+				ip link del "$b" 2>/dev/null && log "removed host bridge $b"
+			done
+			return 0
+		}
 		sleep 1
 	done
 	die "dockerd pid $pid still running after 60 s (see $state/dockerd.log)"
