@@ -7,6 +7,11 @@ export CGO_ENABLED := 0
 
 # The offline lane's pins (images/versions.env) are the one place versions live.
 include images/versions.env
+# Build caches live outside the checkout (CI clones afresh): the lab VM's
+# kernel and the offline lane's images, each keyed by its inputs.
+VCF_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/vlan-conformance
+OFFLINE_CACHE := $(VCF_CACHE)/offline
+export VCF_CACHE OFFLINE_CACHE
 PLUGINS_VERSION ?= $(CNI_PLUGINS_VERSION)
 OLD_PLUGINS_VERSION ?= v1.6.2
 # The 18 reference plugins of a release (14 staged by multus + loopback dhcp dummy tap).
@@ -22,7 +27,7 @@ SUITE := $(BIN)/suites.test
 DRIVER := $(BIN)/conformance
 GOFILES := $(shell find . -name '*.go' -not -path './.cache/*' -not -path './bin/*') go.mod go.sum
 
-.PHONY: all build plugins conformance selftest test unit bench vet clean deps vendor-check cleanup-check cleanup-check
+.PHONY: all build plugins conformance selftest test unit bench vet lint clean deps vendor-check cleanup-check
 
 all: build
 
@@ -54,6 +59,12 @@ build: $(SUITE) $(DRIVER) $(BIN)/labvm-smoke plugins
 vet:
 	$(GO) vet ./...
 
+# Every shell script CI runs or the image build uses, through shellcheck
+# (findings silenced only one by one, each with its reason).
+SHELL_SCRIPTS = .ci/run $(shell find images scripts -name '*.sh' -not -path '*/.cache/*')
+lint: deps
+	shellcheck -x $(SHELL_SCRIPTS)
+
 unit:
 	$(GO) test $$($(GO) list ./... | grep -v /suites)
 
@@ -72,14 +83,14 @@ bench: build
 # lab VM when the kernel lacks 8021q).
 vendor-check: build
 	@if $(DRIVER) preflight >/dev/null 2>&1; then scripts/vendor-check.sh; \
-	else $(BIN)/labvm-smoke -cache $(CURDIR)/.cache/labvm -workdir $(CURDIR) -- $(CURDIR)/scripts/vendor-check.sh; fi
+	else $(BIN)/labvm-smoke -cache $(VCF_CACHE)/labvm -workdir $(CURDIR) -- $(CURDIR)/scripts/vendor-check.sh; fi
 
 # A SIGINTed run cleans up; a SIGKILLed run's leftovers are swept by the next.
 cleanup-check: build
 	@if $(DRIVER) preflight >/dev/null 2>&1; then scripts/cleanup-check.sh; \
-	else $(BIN)/labvm-smoke -cache $(CURDIR)/.cache/labvm -workdir $(CURDIR) -- $(CURDIR)/scripts/cleanup-check.sh; fi
+	else $(BIN)/labvm-smoke -cache $(VCF_CACHE)/labvm -workdir $(CURDIR) -- $(CURDIR)/scripts/cleanup-check.sh; fi
 
-test: deps vet unit cluster-dry-run cluster-cabling conformance selftest vendor-check cleanup-check
+test: deps lint vet unit cluster-dry-run cluster-cabling conformance selftest vendor-check cleanup-check
 
 clean:
 	rm -rf $(BIN) reports/junit.xml reports/*.md reports/*.json reports/artifacts
@@ -143,4 +154,4 @@ e2e-existing: $(SUITE) $(DRIVER)
 cluster-cabling: $(BIN)/labvm-smoke $(DRIVER)
 	$(GO) test -c -o $(BIN)/cluster.test ./framework/platform/cluster
 	@if $(DRIVER) preflight >/dev/null 2>&1; then $(BIN)/cluster.test -test.run TestCablingNodeContainers -test.v; \
-	else $(BIN)/labvm-smoke -cache $(CURDIR)/.cache/labvm -workdir $(CURDIR) -- $(CURDIR)/$(BIN)/cluster.test -test.run TestCablingNodeContainers -test.v; fi
+	else $(BIN)/labvm-smoke -cache $(VCF_CACHE)/labvm -workdir $(CURDIR) -- $(CURDIR)/$(BIN)/cluster.test -test.run TestCablingNodeContainers -test.v; fi

@@ -24,8 +24,16 @@ for c in "${components[@]}"; do
 	fi
 	t=$SECONDS
 	echo "=== $c"
-	"$script"
+	rc=0
+	"$script" || rc=$?
 	timing+=("$(printf '%-12s %5d s' "$c" $((SECONDS - t)))")
+	echo "=== $c: $((SECONDS - t)) s"
+	if [ "$rc" -ne 0 ]; then
+		# Every step before this one is cached; name the step and its re-run.
+		echo "!!! offline images: step '$c' failed (exit $rc) after $((SECONDS - t)) s." >&2
+		echo "!!! re-run only that step with: $script   (then the rest with: make offline-images${lane:+ LANE=$lane})" >&2
+		exit "$rc"
+	fi
 done
 echo "=== offline images ($lane lane): $((SECONDS - start)) s"
 printf '  %s\n' "${timing[@]}"

@@ -4,7 +4,7 @@
 # left. Also SIGINT: the suite must clean up after itself on Ctrl-C.
 # Needs a kernel with 8021q: `make cleanup-check` runs it in the lab VM here.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 report=${REPORT_DIR:-reports/cleanup}
 count() { ip netns list | grep -c '^vcf-' || true; }
 fail() { echo "cleanup-check: $*"; exit 1; }

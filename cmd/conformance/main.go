@@ -101,7 +101,7 @@ func (d *driver) parse() error {
 	d.cfg = config.Register(fs)
 	fs.StringVar(&d.labVM, "lab-vm", "auto", "run the lab tier in a QEMU VM with a Debian kernel: auto (when the kernel lacks options), always, never")
 	fs.StringVar(&d.suite, "suite-binary", "bin/suites.test", "the compiled suite")
-	fs.StringVar(&d.cacheDir, "cache-dir", ".cache", "cache for the lab VM's kernel and initramfs")
+	fs.StringVar(&d.cacheDir, "cache-dir", config.CacheRoot(), "build cache (the lab VM's kernel and initramfs go in its labvm/); $VCF_CACHE sets the default")
 	fs.StringVar(&d.part, "part", "all", "internal: which specs this process runs (all, native, labvm)")
 	args := d.rawArgs
 	for i, a := range args {

@@ -15,12 +15,13 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/labvm"
 )
 
 func main() {
 	wd, _ := os.Getwd()
-	cache := flag.String("cache", filepath.Join(wd, ".cache", "labvm"), "cache directory")
+	cache := flag.String("cache", filepath.Join(config.CacheRoot(), "labvm"), "cache directory")
 	work := flag.String("workdir", wd, "directory shared read-write at the same path")
 	mem := flag.Int("mem", 1024, "guest memory in MiB")
 	prepare := flag.Bool("prepare", false, "only fetch the kernel and build the initramfs")

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cozystack/vlan-conformance/framework/config"
 )
 
 // syncBuf is an io.Writer safe for concurrent use that can signal when its
@@ -41,8 +43,8 @@ func (s *syncBuf) String() string {
 	return s.b.String()
 }
 
-// vmConfig skips unless a VM can boot here, and shares the repository's cache
-// (<repo>/.cache/labvm) so the kernel is fetched once.
+// vmConfig skips unless a VM can boot here, and shares the suite's build
+// cache (config.CacheRoot) so the kernel is fetched once.
 func vmConfig(t *testing.T) Config {
 	t.Helper()
 	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
@@ -51,20 +53,7 @@ func vmConfig(t *testing.T) Config {
 	if os.Geteuid() != 0 {
 		t.Skip("the lab VM needs root (9p passthrough of the host root)")
 	}
-	dir, err := filepath.Abs(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		if dir == "/" {
-			t.Fatal("no go.mod above the test directory")
-		}
-		dir = filepath.Dir(dir)
-	}
-	return Config{CacheDir: filepath.Join(dir, ".cache", "labvm"), WorkDir: t.TempDir()}
+	return Config{CacheDir: filepath.Join(config.CacheRoot(), "labvm"), WorkDir: t.TempDir()}
 }
 
 func TestRunVLANInVM(t *testing.T) {

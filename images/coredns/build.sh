@@ -2,8 +2,8 @@
 # Builds CoreDNS ${COREDNS_VERSION} from the Go module proxy (main.go: only
 # the plugins kubeadm's Corefile uses) and the image
 # registry.k8s.io/coredns/coredns:${COREDNS_VERSION}
-# -> .cache/offline/bin/coredns/${COREDNS_VERSION}/coredns,
-#    .cache/offline/images/coredns.tar.
+# -> $OFFLINE_CACHE/bin/coredns/${COREDNS_VERSION}/coredns,
+#    $OFFLINE_CACHE/images/coredns.tar.
 # The image runs as root: kubeadm's Deployment sets no runAsUser, drops all
 # capabilities but NET_BIND_SERVICE and makes the root filesystem read-only,
 # which is all port 53 needs. (Upstream's image runs as nonroot with a file
@@ -32,7 +32,8 @@ main() {
 		echo "==> building coredns $COREDNS_VERSION (cold ~4 min)"
 		mkdir -p "$out_dir"
 		(cd images/coredns && nice -n 10 go build -trimpath -ldflags '-s -w' -o "$out_dir/coredns.tmp" .)
-		"$out_dir/coredns.tmp" -version | grep -qx "CoreDNS-${COREDNS_VERSION#v}" || {
+		got=$("$out_dir/coredns.tmp" -version) # capture, then match: no SIGPIPE race
+		grep -qx "CoreDNS-${COREDNS_VERSION#v}" <<<"$got" || {
 			echo "coredns does not report ${COREDNS_VERSION#v}" >&2
 			exit 1
 		}

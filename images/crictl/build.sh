@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Builds crictl (sigs.k8s.io/cri-tools ${CRICTL_VERSION}) from the Go module
-# proxy, static, into .cache/offline/bin/crictl/${CRICTL_VERSION}/crictl.
+# proxy, static, into $OFFLINE_CACHE/bin/crictl/${CRICTL_VERSION}/crictl.
 # cri-tools' go.mod has no replace directives, so `go install mod@version`
 # builds it as released; no module of our own is needed.
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/../.."
-# shellcheck source=images/versions.env
-source images/versions.env
+# shellcheck source=images/env.sh
+source images/env.sh
 export PATH=/usr/local/go/bin:$PATH
 start=$(date +%s)
 
-out_dir=$PWD/${OFFLINE_CACHE}/bin/crictl/${CRICTL_VERSION}
+out_dir=${OFFLINE_CACHE}/bin/crictl/${CRICTL_VERSION}
 stamp=$out_dir/.stamp
 want="crictl ${CRICTL_VERSION} $(go env GOVERSION) $(sha256sum <"$0" | cut -d' ' -f1)"
 if [ -x "$out_dir/crictl" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then

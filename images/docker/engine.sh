@@ -157,7 +157,8 @@ self_test() {
 		rm -rf "$tmp"
 		log "test image $probe_image imported (one static binary)"
 	fi
-	if [ -n "$wall_caps" ] && "$cli" info --format '{{json .Runtimes}}' | grep -q '"runc"'; then
+	runtimes=$("$cli" info --format '{{json .Runtimes}}') # capture, then match: no SIGPIPE race
+	if [ -n "$wall_caps" ] && grep -q '"runc"' <<<"$runtimes"; then
 		# Confirm wall (a) for real with the plain runc runtime.
 		if out=$("$cli" run --rm --privileged --network none --runtime runc "$probe_image" 2>&1); then
 			log "note: --privileged with plain runc worked here"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds etcd and etcdctl ${ETCD_VERSION} from the Go module proxy (wrapper
 # mains in cmd/) and the image registry.k8s.io/etcd:${ETCD_IMAGE_TAG}
-# -> .cache/offline/bin/etcd/${ETCD_VERSION}/, .cache/offline/images/etcd.tar.
+# -> $OFFLINE_CACHE/bin/etcd/${ETCD_VERSION}/, $OFFLINE_CACHE/images/etcd.tar.
 # kubeadm's static pod runs `etcd --flags...` by name and probes it over HTTP
 # (/livez, /readyz on the metrics port 2381), so the image needs no shell.
 set -euo pipefail
@@ -27,7 +27,10 @@ main() {
 		rm -rf "$out_dir.tmp"
 		mkdir -p "$out_dir.tmp"
 		(cd images/etcd && nice -n 10 go build -trimpath -ldflags '-s -w' -o "$out_dir.tmp/" ./cmd/etcd ./cmd/etcdctl)
-		"$out_dir.tmp/etcd" --version | grep -qx "etcd Version: ${ETCD_VERSION#v}" || {
+		# Capture, then match: `grep -q` closing the pipe early would kill the
+		# writer with SIGPIPE and fail the pipeline under pipefail (issue 11).
+		got=$("$out_dir.tmp/etcd" --version)
+		grep -qx "etcd Version: ${ETCD_VERSION#v}" <<<"$got" || {
 			echo "etcd does not report ${ETCD_VERSION#v}" >&2
 			exit 1
 		}

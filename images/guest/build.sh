@@ -3,7 +3,7 @@
 #
 #   images/guest/build.sh
 #
-# -> .cache/offline/images/guest.tar, ${LOCAL_REGISTRY}/guest:${GUEST_VERSION}:
+# -> $OFFLINE_CACHE/images/guest.tar, ${LOCAL_REGISTRY}/guest:${GUEST_VERSION}:
 #    /boot/vmlinux     Debian's kernel (${GUEST_KERNEL_PACKAGE}) as the ELF
 #                      inside its bzImage: QEMU boots it directly (PVH), which
 #                      spares the XZ decompression that costs ~20 s under TCG
@@ -16,16 +16,16 @@
 # for spec.domain.firmware.kernelBoot.container (no disk, no bootloader; see
 # images/guest/README.md). Inputs: images/rootfs/rootfs.sh, the kernel .deb
 # from apt, the suite's module (cmd/vcf-guest, framework/cloudinit), and
-# .cache/offline/bin/imgtool. Cached: a stamp of every input's hash.
+# $OFFLINE_CACHE/bin/imgtool. Cached: a stamp of every input's hash.
 set -euo pipefail
 
 t0=$(date +%s)
 cd "$(dirname "$0")/../.."
-# shellcheck source=../versions.env
-source images/versions.env
+# shellcheck source=images/env.sh
+source images/env.sh
 export PATH=/usr/local/go/bin:$PATH
 
-cache=${OFFLINE_CACHE:-.cache/offline}
+cache=$OFFLINE_CACHE
 work=$cache/work/guest
 ref=${LOCAL_REGISTRY}/guest:${GUEST_VERSION}
 out=$cache/images/guest.tar

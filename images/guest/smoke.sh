@@ -28,9 +28,9 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
-# shellcheck source=../versions.env
-source images/versions.env
-work=${OFFLINE_CACHE:-.cache/offline}/work/guest
+# shellcheck source=images/env.sh
+source images/env.sh
+work=$OFFLINE_CACHE/work/guest
 kernel=${1:-$work/vmlinux}
 initrd=${2:-$work/initrd.img}
 if [ ! -s "$kernel" ] || [ ! -s "$initrd" ]; then echo "smoke: no kernel/initrd (run images/guest/build.sh)" >&2; exit 2; fi

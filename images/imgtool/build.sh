@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds imgtool (docker-archive writer, see main.go) into
-# .cache/offline/bin/imgtool; runs its unit test on every real build.
+# $OFFLINE_CACHE/bin/imgtool; runs its unit test on every real build.
 # Cached by the hash of its sources and the Go version.
 set -euo pipefail
 # shellcheck source=images/imgtool/lib.sh

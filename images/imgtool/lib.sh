@@ -11,9 +11,9 @@ offline_init() {
 	lib_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 	ROOT=$(cd "$lib_dir/../.." && pwd)
 	cd "$ROOT" || return 1
-	# shellcheck source=images/versions.env
-	source images/versions.env
-	CACHE=$ROOT/${OFFLINE_CACHE:-.cache/offline}
+	# shellcheck source=images/env.sh
+	source images/env.sh
+	CACHE=$OFFLINE_CACHE
 	WORK=$CACHE/work/$1
 	BIN=$CACHE/bin
 	IMAGES=$CACHE/images

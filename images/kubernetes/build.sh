@@ -2,9 +2,9 @@
 # Builds Kubernetes ${KUBERNETES_VERSION} from the Go module proxy:
 #   binaries  kubeadm kubelet kubectl kube-apiserver kube-controller-manager
 #             kube-scheduler kube-proxy (static, version-stamped)
-#             -> .cache/offline/bin/kubernetes/${KUBERNETES_VERSION}/
+#             -> $OFFLINE_CACHE/bin/kubernetes/${KUBERNETES_VERSION}/
 #   images    registry.k8s.io/kube-{apiserver,controller-manager,scheduler,proxy}
-#             -> .cache/offline/images/<name>.tar
+#             -> $OFFLINE_CACHE/images/<name>.tar
 #
 #   images/kubernetes/build.sh [binaries|images|all]   (default: all)
 #
@@ -92,7 +92,8 @@ build_binaries() {
 	# Same tags as kubernetes' release build (hack/lib/golang.sh).
 	(cd "$mod_dir" && nice -n 10 go build -trimpath -tags "$tags" -ldflags "$ld" -o "$out_dir.tmp/" "${pkgs[@]}")
 	for c in kubelet kube-apiserver kube-controller-manager kube-scheduler kube-proxy; do
-		"$out_dir.tmp/$c" --version | grep -qx "Kubernetes $KUBERNETES_VERSION" || {
+		got=$("$out_dir.tmp/$c" --version) # capture, then match: no SIGPIPE race
+		[ "$got" = "Kubernetes $KUBERNETES_VERSION" ] || {
 			echo "$c does not report $KUBERNETES_VERSION" >&2
 			exit 1
 		}
@@ -112,8 +113,11 @@ verify_kubeadm() {
 		echo "kubeadm version -o short says '$got', want $KUBERNETES_VERSION" >&2
 		exit 1
 	}
-	"$out_dir/kubectl" version --client | grep -q "Client Version: $KUBERNETES_VERSION" || {
-		echo "kubectl does not report $KUBERNETES_VERSION" >&2
+	# The machine format, read whole: `| grep -q` raced kubectl's later
+	# lines into SIGPIPE under pipefail on a busy machine (issue 11).
+	got=$("$out_dir/kubectl" version --client -o json)
+	grep -q "\"gitVersion\": *\"$KUBERNETES_VERSION\"" <<<"$got" || {
+		echo "kubectl does not report $KUBERNETES_VERSION: $got" >&2
 		exit 1
 	}
 	got=$("$out_dir/kubeadm" config images list --kubernetes-version "$KUBERNETES_VERSION" | LC_ALL=C sort)

@@ -2,9 +2,9 @@
 # Scripts run in chroots are single-quoted on purpose (they expand there).
 # shellcheck disable=SC2016
 # Builds the KubeVirt ${KUBEVIRT_VERSION} image set from the Go module proxy
-# and Debian packages only, as docker-archive tarballs in .cache/offline/images/
+# and Debian packages only, as docker-archive tarballs in $OFFLINE_CACHE/images/
 # tagged ${LOCAL_REGISTRY}/<component>:${KUBEVIRT_VERSION}, and renders the
-# operator manifests into .cache/offline/manifests/kubevirt-operator/<version>/.
+# operator manifests into $OFFLINE_CACHE/manifests/kubevirt-operator/<version>/.
 #
 # Images: every one virt-operator's install strategy deploys by default
 # (virt-api, virt-controller, virt-exportproxy, virt-synchronization-controller,

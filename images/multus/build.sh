@@ -3,15 +3,15 @@
 #
 #   1. the binaries upstream's hack/build-go.sh builds (multus-daemon,
 #      multus-shim, install_multus, ...), static and version-stamped the same
-#      way, into .cache/offline/bin/multus/${MULTUS_VERSION}/multus-cni/bin
+#      way, into $OFFLINE_CACHE/bin/multus/${MULTUS_VERSION}/multus-cni/bin
 #   2. the image ${LOCAL_REGISTRY}/multus-cni:${MULTUS_VERSION}
-#      (.cache/offline/images/multus.tar): upstream's images/Dockerfile.thick
+#      ($OFFLINE_CACHE/images/multus.tar): upstream's images/Dockerfile.thick
 #      layout on a minimal Debian rootfs, plus the CNI reference plugins
 #      ${CNI_PLUGINS_VERSION} at /cni-plugins for the suite's stager init
 #      container (which needs /bin/sh, cp, chmod and mv -T from the rootfs)
 #   3. upstream's deployments/multus-daemonset-thick.yml with every image set
 #      to that image, IfNotPresent, at
-#      .cache/offline/manifests/multus/${MULTUS_VERSION}/multus-daemonset-thick.yml
+#      $OFFLINE_CACHE/manifests/multus/${MULTUS_VERSION}/multus-daemonset-thick.yml
 #      (the layout the suite's --manifests-dir expects)
 #
 # Each step is skipped ("cached: ...") when the stamp next to its output

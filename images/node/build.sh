@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the kind node image ${LOCAL_REGISTRY}/node:${KUBERNETES_VERSION} as
-# the docker-archive .cache/offline/images/node.tar, with no registry and no
+# the docker-archive $OFFLINE_CACHE/images/node.tar, with no registry and no
 # `docker build`/`docker commit`:
 #  - layer 1: a minbase Debian ${DEBIAN_SUITE} rootfs (images/rootfs/rootfs.sh)
 #    with the packages of kind's base image (containerd, runc from Debian),
@@ -12,8 +12,8 @@
 #    vcf-import-images.service imports into containerd at boot, before
 #    kubelet can start.
 # Needs (built by their own scripts first; images/build.sh orders them):
-# .cache/offline/bin/kubernetes/${KUBERNETES_VERSION}/{kubeadm,kubelet,kubectl}
-# and .cache/offline/images/{kube-apiserver,kube-controller-manager,
+# $OFFLINE_CACHE/bin/kubernetes/${KUBERNETES_VERSION}/{kubeadm,kubelet,kubectl}
+# and $OFFLINE_CACHE/images/{kube-apiserver,kube-controller-manager,
 # kube-scheduler,kube-proxy,etcd,coredns,pause}.tar.
 # The image carries no kindnetd and no local-path-provisioner: use it with
 # networking.disableDefaultCNI (kind then adds a host-path default

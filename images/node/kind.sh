@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Builds the kind CLI (sigs.k8s.io/kind ${KIND_VERSION}) from the Go module
-# proxy into .cache/offline/bin/kind/${KIND_VERSION}/kind and prints its path
+# proxy into $OFFLINE_CACHE/bin/kind/${KIND_VERSION}/kind and prints its path
 # as the last line. kind's go.mod has no replace directives, so
 # `go install mod@version` builds it as released.
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/../.."
-# shellcheck source=images/versions.env
-source images/versions.env
+# shellcheck source=images/env.sh
+source images/env.sh
 export PATH=/usr/local/go/bin:$PATH
 start=$(date +%s)
 
-out_dir=$PWD/${OFFLINE_CACHE}/bin/kind/${KIND_VERSION}
+out_dir=${OFFLINE_CACHE}/bin/kind/${KIND_VERSION}
 want="kind ${KIND_VERSION} $(go env GOVERSION) $(sha256sum <"$0" | cut -d' ' -f1)"
 if [ -x "$out_dir/kind" ] && [ "$(cat "$out_dir/.stamp" 2>/dev/null)" = "$want" ]; then
 	echo "cached: kind ${KIND_VERSION}" >&2

@@ -2,7 +2,7 @@
 # Builds the pod sandbox image registry.k8s.io/pause, tagged both as
 # ${PAUSE_TAG} (what kubeadm expects) and ${KIND_PAUSE_TAG} (what kind's
 # containerd config pins), from images/imgtool/cmd/pause (static Go, no base).
-# -> .cache/offline/images/pause.tar; cached by stamp.
+# -> $OFFLINE_CACHE/images/pause.tar; cached by stamp.
 set -euo pipefail
 # shellcheck source=images/imgtool/lib.sh
 source "$(dirname "$0")/../imgtool/lib.sh"

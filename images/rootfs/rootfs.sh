@@ -3,7 +3,7 @@
 #
 #   images/rootfs/rootfs.sh NAME SUITE [PKG...]
 #
-# -> .cache/offline/rootfs/NAME.tar (path printed as the LAST line of stdout;
+# -> $OFFLINE_CACHE/rootfs/NAME.tar (path printed as the LAST line of stdout;
 # all progress goes to stderr). mmdebstrap --variant=minbase from
 # ${DEBIAN_MIRROR} (images/versions.env), installed with apt when missing.
 # Docs, man pages, locales, apt lists and caches are left out.
@@ -30,10 +30,10 @@ case "$suite" in bookworm|trixie) ;; *) echo "rootfs: suite must be bookworm or 
 
 script=$(readlink -f "$0")
 cd "$(dirname "$script")/../.."
-# shellcheck source=images/versions.env
-source images/versions.env
+# shellcheck source=images/env.sh
+source images/env.sh
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
-out_dir=${OFFLINE_CACHE:-.cache/offline}/rootfs
+out_dir=$OFFLINE_CACHE/rootfs
 mkdir -p "$out_dir"
 out=$(readlink -f "$out_dir")/$name.tar
 stamp=$out_dir/$name.stamp
@@ -96,7 +96,7 @@ args=(
 [ -n "$pkgs" ] && args+=("--include=${pkgs// /,}")
 # A per-suite .deb cache: a rebuild with another package list downloads only
 # what is new. apt checks every cached .deb against the index hashes.
-debs=$(readlink -f "${OFFLINE_CACHE:-.cache/offline}")/work/rootfs/debs-$suite
+debs=$OFFLINE_CACHE/work/rootfs/debs-$suite
 mkdir -p "$debs"
 args+=(
 	"--setup-hook=mkdir -p \"\$1\"/var/cache/apt/archives && find '$debs' -maxdepth 1 -name '*.deb' -exec cp -t \"\$1\"/var/cache/apt/archives/ {} +"
