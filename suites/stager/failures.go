@@ -127,7 +127,7 @@ var _ = Describe("Staging when plugins cannot be written", labels.Stager, func()
 
 			// "No temporary file is left in /opt/cni/bin after a run, failed or not" (CLAIMS.md)
 			It("[STG-08] leaves no temporary file behind", labels.Claim("STG-08"), func() {
-				Expect(leftovers(res)).To(BeEmpty(), "\n%s", describeRun(res))
+				Expect(leftovers(lab, res)).To(BeEmpty(), "\n%s", describeRun(res))
 			})
 		})
 	}

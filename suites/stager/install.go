@@ -108,8 +108,8 @@ var _ = Describe("Staging onto a generic Linux node that already carries plugins
 
 	// "No temporary file is left in /opt/cni/bin after a run" (CLAIMS.md)
 	It("[STG-08] leaves no temporary file behind", labels.Claim("STG-08"), func() {
-		Expect(leftovers(first)).To(BeEmpty(), "after the first run")
-		Expect(leftovers(second)).To(BeEmpty(), "after the second run")
+		Expect(leftovers(lab, first)).To(BeEmpty(), "after the first run")
+		Expect(leftovers(lab, second)).To(BeEmpty(), "after the second run")
 	})
 })
 

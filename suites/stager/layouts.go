@@ -110,7 +110,7 @@ var _ = Describe("Staging onto each platform's /opt/cni/bin", labels.Stager, fun
 
 			// "No temporary file is left in /opt/cni/bin after a run" (CLAIMS.md)
 			It("[STG-08] leaves no temporary file behind", labels.Claim("STG-08"), func() {
-				Expect(leftovers(res)).To(BeEmpty())
+				Expect(leftovers(lab, res)).To(BeEmpty())
 			})
 		})
 	}

@@ -11,12 +11,15 @@ import (
 // A multus image that predates staging: the manifest carries the init
 // container, the image carries no /cni-plugins. The node is the generic one.
 var _ = Describe("Staging from an image without /cni-plugins", labels.Stager, Ordered, ContinueOnFailure, func() {
-	var res stager.Result
+	var (
+		lab *stager.Lab
+		res stager.Result
+	)
 
 	BeforeAll(func(ctx SpecContext) {
 		generic, err := layout("generic")
 		Expect(err).NotTo(HaveOccurred())
-		_, res, err = stageOnce(ctx, stager.Scenario{Name: "no-cni-plugins", Layout: generic, Image: stager.ImageWithoutPluginsDir}, "STG-07", "Staging from an image without /cni-plugins")
+		lab, res, err = stageOnce(ctx, stager.Scenario{Name: "no-cni-plugins", Layout: generic, Image: stager.ImageWithoutPluginsDir}, "STG-07", "Staging from an image without /cni-plugins")
 		Expect(err).NotTo(HaveOccurred())
 	})
 
@@ -31,7 +34,7 @@ var _ = Describe("Staging from an image without /cni-plugins", labels.Stager, Or
 
 	// "No temporary file is left in /opt/cni/bin after a run, failed or not" (CLAIMS.md)
 	It("[STG-08] leaves no temporary file behind", labels.Claim("STG-08"), func() {
-		Expect(leftovers(res)).To(BeEmpty())
+		Expect(leftovers(lab, res)).To(BeEmpty())
 	})
 })
 
@@ -40,12 +43,15 @@ var _ = Describe("Staging from an image without /cni-plugins", labels.Stager, Or
 // contract test expects it to install nothing and report no failure, and
 // the guide neither asks for a failure report nor forbids one.
 var _ = Describe("Staging from an image whose /cni-plugins is empty", labels.Stager, Ordered, ContinueOnFailure, func() {
-	var res stager.Result
+	var (
+		lab *stager.Lab
+		res stager.Result
+	)
 
 	BeforeAll(func(ctx SpecContext) {
 		generic, err := layout("generic")
 		Expect(err).NotTo(HaveOccurred())
-		_, res, err = stageOnce(ctx, stager.Scenario{Name: "empty-cni-plugins", Layout: generic, Image: stager.ImageWithEmptyPluginsDir}, "STG-02", "Staging from an empty /cni-plugins")
+		lab, res, err = stageOnce(ctx, stager.Scenario{Name: "empty-cni-plugins", Layout: generic, Image: stager.ImageWithEmptyPluginsDir}, "STG-02", "Staging from an empty /cni-plugins")
 		Expect(err).NotTo(HaveOccurred())
 	})
 
@@ -58,6 +64,6 @@ var _ = Describe("Staging from an image whose /cni-plugins is empty", labels.Sta
 
 	// "No temporary file is left in /opt/cni/bin after a run, failed or not" (CLAIMS.md)
 	It("[STG-08] leaves no temporary file behind", labels.Claim("STG-08"), func() {
-		Expect(leftovers(res)).To(BeEmpty(), "\n%s", describeRun(res))
+		Expect(leftovers(lab, res)).To(BeEmpty(), "\n%s", describeRun(res))
 	})
 })

@@ -149,11 +149,12 @@ func written(res stager.Result) []string {
 }
 
 // leftovers lists names present after the run that were not there before
-// and are not staged plugins: temporary files, in practice.
-func leftovers(res stager.Result) []string {
+// and are neither staged plugins nor plugins the image offers (those are
+// STG-01/02's to judge): temporary files, in practice.
+func leftovers(lab *stager.Lab, res stager.Result) []string {
 	var out []string
 	for _, n := range res.After.Names() {
-		if _, before := res.Before.Get(n); !before && !stager.IsStaged(n) {
+		if _, before := res.Before.Get(n); !before && !stager.IsStaged(n) && !lab.Image.Offers(n) {
 			out = append(out, n)
 		}
 	}
