@@ -64,7 +64,7 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.Uplink, "uplink", "", "vendor mode: a real NIC carrying the VLAN tagged, towards an existing gateway")
 	fs.StringVar(&c.PluginDir, "plugin-dir", "bin/cni/v1.9.1", "directory with the upstream CNI plugin binaries")
 	fs.StringVar(&c.OldPluginDir, "old-plugin-dir", "bin/cni/v1.6.2", "directory with an older CNI plugin release (stager layouts)")
-	fs.StringVar(&c.StagerManifest, "stager-manifest", "fixtures/stager/multus-daemonset.yaml", "multus DaemonSet manifest whose install-cni-plugins init container is the stager subject")
+	fs.StringVar(&c.StagerManifest, "stager-manifest", stager.DefaultManifest, "multus DaemonSet manifest whose install-cni-plugins init container is the stager subject")
 	fs.StringVar(&c.StagerImage, "stager-image", "", "the multus image install-cni-plugins runs in: a directory holding cni-plugins/, or a `docker save` / OCI-layout / `crane export` tarball (default: the suite builds one with the 14 staged plugins of --plugin-dir, as Cozystack's Dockerfile does)")
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "cluster tier: an existing cluster's kubeconfig")
 	fs.StringVar(&c.ReportDir, "report-dir", "reports", "where junit.xml, conformance.md and artifacts go")

@@ -136,10 +136,10 @@ func buildReference(release string, names []string, dst string) error {
 	return nil
 }
 
-// ImageListing reads an image root's /cni-plugins without running a lab,
-// for the report: path is --stager-image, or "" for the reference build of
-// release.
-func ImageListing(path, release string) (ImageInfo, error) {
+// ImageListing reads an image's /cni-plugins without running a lab, for
+// the report: path is --stager-image, or "" for the reference build of
+// names (nil: the 14) from release.
+func ImageListing(path, release string, names []string) (ImageInfo, error) {
 	dir, err := os.MkdirTemp("", "stager-image-*")
 	if err != nil {
 		return ImageInfo{}, err
@@ -150,8 +150,11 @@ func ImageListing(path, release string) (ImageInfo, error) {
 	if path != "" {
 		err = extractPlugins(path, payload)
 	} else {
-		err = buildReference(release, StagedPlugins, payload)
-		info.Built = describeNames(StagedPlugins) + " of " + release
+		if names == nil {
+			names = StagedPlugins
+		}
+		err = buildReference(release, names, payload)
+		info.Built = describeNames(names) + " of the release at " + release
 	}
 	if err != nil {
 		return info, err
@@ -159,6 +162,44 @@ func ImageListing(path, release string) (ImageInfo, error) {
 	info.Entries, err = listImage(payload)
 	return info, err
 }
+
+// DescribeSubject is the stager subject as the report names it: the
+// manifest (path, sha256, workload), the init container's image reference,
+// and whose image it ran with and what its /cni-plugins holds.
+func DescribeSubject(manifest, image, release string, names []string) string {
+	var b strings.Builder
+	sum, err := FileSHA256(manifest)
+	if err != nil {
+		sum = "unreadable: " + err.Error()
+	}
+	whose := "the suite's reference"
+	if manifest != DefaultManifest {
+		whose = "the user's"
+	}
+	fmt.Fprintf(&b, "- manifest: `%s` (%s), sha256 `%s`\n", manifest, whose, sum)
+	subj, err := LoadSubject(manifest)
+	if err != nil {
+		fmt.Fprintf(&b, "- %s: %v\n", InitContainerName, err)
+		return b.String()
+	}
+	info, err := ImageListing(image, release, names)
+	info.Ref = subj.Container.Image
+	fmt.Fprintf(&b, "- %s of %s, image reference `%s`\n", InitContainerName, subj.Workload, info.Ref)
+	if err != nil {
+		fmt.Fprintf(&b, "- image: %v\n", err)
+		return b.String()
+	}
+	if image == "" {
+		fmt.Fprintf(&b, "- image: the suite's reference build (%s), not the image the reference names\n", info.Built)
+	} else {
+		fmt.Fprintf(&b, "- image: the user's, `%s`\n", image)
+	}
+	fmt.Fprintf(&b, "- /%s (%d): %s\n", PluginsDir, len(info.Entries), info.Listing())
+	return b.String()
+}
+
+// DefaultManifest is --stager-manifest's default: the suite's reference.
+const DefaultManifest = "fixtures/stager/multus-daemonset.yaml"
 
 func listImage(dir string) ([]ImageEntry, error) {
 	ents, err := os.ReadDir(dir)
