@@ -14,6 +14,7 @@ import (
 
 	"github.com/cozystack/vlan-conformance/framework/labvm"
 	"github.com/cozystack/vlan-conformance/framework/report"
+	"github.com/cozystack/vlan-conformance/framework/stager"
 )
 
 // The stager specs need root but no kernel options; the rest need the lab
@@ -159,6 +160,9 @@ func (d *driver) environment() report.Environment {
 	}
 	out, _ := exec.Command(filepath.Join(d.cfg.PluginDir, "bridge")).CombinedOutput()
 	env.Plugins = strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)[0] + " (" + d.cfg.PluginDir + ")"
+	if d.cfg.Tier == "lab" {
+		env.StagerSubject = stager.DescribeSubject(d.cfg.StagerManifest, d.cfg.StagerImage, d.cfg.PluginDir, d.cfg.StagerImagePlugins())
+	}
 	return env
 }
 

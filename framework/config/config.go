@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/cozystack/vlan-conformance/framework/stager"
 )
 
 // ExitBadInput is the exit status for invalid flags.
@@ -37,6 +39,7 @@ type Config struct {
 	PluginDir      string // the CNI plugins every lab node carries in its /opt/cni/bin
 	OldPluginDir   string // an older plugin release, for stager node layouts
 	StagerManifest string // multus DaemonSet manifest carrying install-cni-plugins
+	StagerImage    string // the multus image's root (dir or tarball); "" = the suite's reference build
 	Kubeconfig     string
 	ReportDir      string
 	WorkDir        string // scratch for CNI cache, node dirs; removed afterwards
@@ -61,7 +64,8 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.Uplink, "uplink", "", "vendor mode: a real NIC carrying the VLAN tagged, towards an existing gateway")
 	fs.StringVar(&c.PluginDir, "plugin-dir", "bin/cni/v1.9.1", "directory with the upstream CNI plugin binaries")
 	fs.StringVar(&c.OldPluginDir, "old-plugin-dir", "bin/cni/v1.6.2", "directory with an older CNI plugin release (stager layouts)")
-	fs.StringVar(&c.StagerManifest, "stager-manifest", "fixtures/stager/multus-daemonset.yaml", "multus DaemonSet manifest whose install-cni-plugins init container is the stager subject")
+	fs.StringVar(&c.StagerManifest, "stager-manifest", stager.DefaultManifest, "multus DaemonSet manifest whose install-cni-plugins init container is the stager subject")
+	fs.StringVar(&c.StagerImage, "stager-image", "", "the multus image install-cni-plugins runs in: a directory holding cni-plugins/, or a `docker save` / OCI-layout / `crane export` tarball (default: the suite builds one with the 14 staged plugins of --plugin-dir, as Cozystack's Dockerfile does)")
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "cluster tier: an existing cluster's kubeconfig")
 	fs.StringVar(&c.ReportDir, "report-dir", "reports", "where junit.xml, conformance.md and artifacts go")
 	fs.StringVar(&c.WorkDir, "work-dir", "", "scratch directory (default: a fresh temp dir)")
@@ -132,9 +136,15 @@ func (c *Config) Validate() error {
 			add("--plugin-dir %q: no bridge plugin there (build them with `make plugins`)", c.PluginDir)
 		}
 	}
+	// A subject the stager cannot run is bad input, not a failed package.
 	if c.StagerManifest != "" {
-		if _, err := os.Stat(c.StagerManifest); err != nil {
-			add("--stager-manifest %q: %v", c.StagerManifest, errors.Unwrap(err))
+		if _, err := stager.LoadSubject(c.StagerManifest); err != nil {
+			add("--stager-manifest: %v", err)
+		}
+	}
+	if c.StagerImage != "" {
+		if err := stager.CheckImage(c.StagerImage); err != nil {
+			add("--stager-image %q: %v", c.StagerImage, err)
 		}
 	}
 	if c.Tier == "cluster" && c.Kubeconfig != "" {

@@ -2,6 +2,8 @@ package config
 
 import (
 	"flag"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -19,7 +21,7 @@ func parse(t *testing.T, args ...string) error {
 		c.PluginDir = "testdata"
 	}
 	if c.StagerManifest == "fixtures/stager/multus-daemonset.yaml" {
-		c.StagerManifest = "config.go"
+		c.StagerManifest = "../../fixtures/stager/multus-daemonset.yaml"
 	}
 	return c.Validate()
 }
@@ -51,6 +53,40 @@ func TestValidateRejectsBadInput(t *testing.T) {
 		err := parse(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v, want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// A stager subject the suite cannot run is bad input (exit 2), not a
+// package that failed its specs.
+func TestValidateRejectsBadStagerSubject(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ds := func(initContainers, volumes string) string {
+		return "kind: DaemonSet\nspec:\n  template:\n    spec:\n      initContainers:\n" + initContainers + "      volumes:\n" + volumes
+	}
+	mount := "        volumeMounts: [{name: cnibin, mountPath: /host/opt/cni/bin}]\n"
+	if err := os.Mkdir(filepath.Join(dir, "no-plugins-root"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		flag, want string
+	}{
+		{"--stager-manifest=" + file("not-yaml", "root:x:0:0:root:/root:/bin/bash\n{ nope: [\n"), "not valid YAML"},
+		{"--stager-manifest=" + file("no-init.yaml", ds("        - {name: install-multus-binary, command: [true]}\n", "        - {name: cnibin, hostPath: {path: /opt/cni/bin}}\n")), "no init container named install-cni-plugins"},
+		{"--stager-manifest=" + file("no-mount.yaml", ds("        - name: install-cni-plugins\n          command: [sh]\n  "+mount, "        - {name: cnibin, emptyDir: {}}\n")), "mounts no hostPath volume /opt/cni/bin"},
+		{"--stager-image=" + filepath.Join(dir, "no-plugins-root"), "no cni-plugins/ directory"},
+		{"--stager-image=" + file("not-a-tar", "hello"), "not a directory or a tar archive"},
+	} {
+		err := parse(t, tc.flag)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error containing %q", tc.flag, err, tc.want)
 		}
 	}
 }

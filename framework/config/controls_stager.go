@@ -1,5 +1,7 @@
 package config
 
+import "github.com/cozystack/vlan-conformance/framework/stager"
+
 // Stager controls (CLAIMS.md, STG-): mutants of the reference subject in
 // fixtures/stager/mutants, each breaking one promise of the guide's
 // "Staging the reference CNI plugins". The specs run unchanged against the
@@ -17,7 +19,26 @@ const (
 	// The same mutants, judged by the claims they also break.
 	CtlStagerExtraPlugin = "STG-01/mutant-writes-loopback"
 	CtlStagerSkipsOlder  = "STG-04/mutant-installs-only-missing"
+	// A script that copies all the image offers (as Cozystack's does) is
+	// right only with an image that carries the 14 alone.
+	CtlStagerImageWithLoopback = "STG-02/copy-all-image-with-loopback"
+	CtlStagerCopyAllRelease    = "STG-02/copy-all-release-image"
 )
+
+// StagerImagePlugins are the plugins the suite's reference image carries:
+// nil (the 14) unless a control needs an image that carries more.
+func (c *Config) StagerImagePlugins() []string {
+	switch c.Control {
+	case CtlStagerImageWithLoopback:
+		return append(append([]string{}, stager.StagedPlugins...), "loopback")
+	case CtlStagerCopyAllRelease, CtlStagerWritesLoopback, CtlStagerExtraPlugin:
+		// Without loopback in the image the mutant could not write it.
+		return append(append([]string{}, stager.StagedPlugins...), stager.LeftAlone...)
+	}
+	return nil
+}
+
+const copyAllManifest = "--stager-manifest=fixtures/stager/copy-all-daemonset.yaml"
 
 func stagerMutant(file string) []string {
 	return []string{"--stager-manifest=fixtures/stager/mutants/" + file}
@@ -35,6 +56,8 @@ func init() {
 		Control{ID: CtlStagerNoPayloadGuard, Claim: "STG-07", Description: "install-cni-plugins does not check for /cni-plugins before staging", ExtraArgs: stagerMutant("no-payload-guard.yaml")},
 		Control{ID: CtlStagerExtraPlugin, Claim: "STG-01", Description: "install-cni-plugins stages loopback too: more than the 14", ExtraArgs: stagerMutant("writes-loopback.yaml")},
 		Control{ID: CtlStagerSkipsOlder, Claim: "STG-04", Description: "install-cni-plugins installs only plugins the node lacks: Talos' four are not rewritten, older copies stay", ExtraArgs: stagerMutant("installs-only-missing.yaml")},
+		Control{ID: CtlStagerImageWithLoopback, Claim: "STG-02", Description: "the image carries loopback next to the 14 and the script copies all it finds", ExtraArgs: []string{copyAllManifest}},
+		Control{ID: CtlStagerCopyAllRelease, Claim: "STG-02", Description: "the image carries all 18 plugins of the release and the script copies all it finds", ExtraArgs: []string{copyAllManifest}},
 		Control{ID: CtlStagerLeavesTemp, Claim: "STG-08", Description: "install-cni-plugins leaves its temporary file behind on failure", ExtraArgs: stagerMutant("leaves-temp.yaml")},
 	)
 }

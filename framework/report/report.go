@@ -136,6 +136,8 @@ func Verdicts(cases []TestCase, reportDir string) []Verdict {
 // Environment describes where a run happened.
 type Environment struct {
 	Tier, Kernel, Plugins, Control, Where string
+	// StagerSubject names what the STG specs judged (Markdown list lines).
+	StagerSubject string
 }
 
 // WriteConformance writes conformance.md from the verdicts.
@@ -154,6 +156,9 @@ func WriteConformance(path string, env Environment, vs []Verdict) error {
 			verdict += ": " + strings.ReplaceAll(v.Reason, "|", "\\|")
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %d/%d/%d | %s |\n", v.Claim.ID, strings.ReplaceAll(v.Claim.Sentence, "|", "\\|"), verdict, v.Passed, v.Failed, v.Skipped, v.Evidence)
+	}
+	if env.StagerSubject != "" {
+		b.WriteString("\n## Stager subject (STG-)\n\n" + env.StagerSubject)
 	}
 	b.WriteString("\nEvidence paths are relative to this file. Failed specs also leave `failure-*/` dumps of every namespace (ip a/link/route/neigh, bridge fdb).\n")
 	return os.WriteFile(path, []byte(b.String()), 0o644)

@@ -14,8 +14,13 @@ import (
 
 // Options parameterise a Lab (from the suite's flags).
 type Options struct {
-	Manifest     string // --stager-manifest
-	ImageRelease string // --plugin-dir: the release the multus image carries
+	Manifest string // --stager-manifest
+	// Image is --stager-image: the multus image's root (see CheckImage).
+	// "" builds the suite's reference image, as Cozystack's Dockerfile does:
+	// ImagePlugins (default StagedPlugins) of the Release at /cni-plugins.
+	Image        string
+	ImagePlugins []string
+	Release      string // --plugin-dir: the upstream release (node layouts; the reference image)
 	OlderRelease string // --old-plugin-dir: an older release, for node layouts
 	WorkDir      string // --work-dir ("" = the system temp dir)
 }
@@ -25,8 +30,10 @@ type Options struct {
 type Lab struct {
 	Subject  Subject
 	Security Security
-	image    string // abs release dirs
+	Image    ImageInfo
+	release  string // abs release dirs
 	older    string
+	payload  string // the image's /cni-plugins, as files
 	dir      string
 	cat      *catalog
 	nodes    []*Node
@@ -46,17 +53,18 @@ func NewLab(o Options) (*Lab, error) {
 		return nil, err
 	}
 	l := &Lab{Subject: subj, Security: sec}
-	if l.image, err = filepath.Abs(o.ImageRelease); err != nil {
+	if l.release, err = filepath.Abs(o.Release); err != nil {
 		return nil, err
 	}
 	if l.older, err = filepath.Abs(o.OlderRelease); err != nil {
 		return nil, err
 	}
-	if l.cat, err = catalogOf(l.image, l.older); err != nil {
+	base0, err := catalogOf(l.release, l.older)
+	if err != nil {
 		return nil, err
 	}
-	if l.cat.version[l.image] == l.cat.version[l.older] {
-		return nil, fmt.Errorf("--plugin-dir and --old-plugin-dir both hold %s: the layouts need an older release", l.cat.version[l.image])
+	if base0.version[l.release] == base0.version[l.older] {
+		return nil, fmt.Errorf("--plugin-dir and --old-plugin-dir both hold %s: the layouts need an older release", base0.version[l.release])
 	}
 	base := o.WorkDir
 	if base == "" {
@@ -74,77 +82,27 @@ func NewLab(o Options) (*Lab, error) {
 	if err := os.WriteFile(filepath.Join(l.dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		return nil, errors.Join(err, os.RemoveAll(l.dir))
 	}
+	if err := l.loadImage(o, base0); err != nil {
+		return nil, errors.Join(err, os.RemoveAll(l.dir))
+	}
 	return l, nil
 }
 
-// ownerFile holds the pid of the process a lab directory belongs to.
-const ownerFile = "owner.pid"
-
-// sweep removes what labs of dead processes left under base (a suite killed
-// with SIGKILL skips its cleanup): node tmpfs mounts, immutable flags,
-// directories. Labs of live processes are left alone.
-func sweep(base string) error {
-	dirs, err := filepath.Glob(filepath.Join(base, "stager-cni-*"))
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, d := range dirs {
-		b, err := os.ReadFile(filepath.Join(d, ownerFile))
-		if err != nil {
-			continue // not (yet) a lab: leave it
-		}
-		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err != nil || unix.Kill(pid, 0) != unix.ESRCH {
-			continue // alive, or unreadable: not ours to judge
-		}
-		if err := unmountUnder(d); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		_ = filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
-			if err == nil && e.Type().IsRegular() {
-				_ = setImmutable(p, false)
-			}
-			return nil
-		})
-		if err := os.RemoveAll(d); err != nil {
-			errs = append(errs, fmt.Errorf("sweep a dead run's %s: %w", d, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// unmountUnder detaches every mount at or below dir in this mount namespace.
-func unmountUnder(dir string) error {
-	mi, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, line := range strings.Split(string(mi), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 5 {
-			continue
-		}
-		mp := strings.ReplaceAll(f[4], "\\040", " ")
-		if mp == dir || strings.HasPrefix(mp, dir+"/") {
-			if err := unix.Unmount(mp, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
-				errs = append(errs, fmt.Errorf("unmount %s: %w", mp, err))
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// ImageVersion is the release the image carries (e.g. v1.9.1).
-func (l *Lab) ImageVersion() string { return l.cat.version[l.image] }
+// ImageVersion is the release the image must carry (e.g. v1.9.1): the one
+// at --plugin-dir, as the guide has "the same upstream version (v1.9.1 on
+// both sides)".
+func (l *Lab) ImageVersion() string { return l.cat.version[l.release] }
 
 // OlderVersion is the older release layouts use (e.g. v1.6.2).
 func (l *Lab) OlderVersion() string { return l.cat.version[l.older] }
 
-// ImageHash is the content hash of the image's copy of plugin.
+// ImageHash is the content hash of the image's copy of plugin ("" when the
+// image does not carry it).
 func (l *Lab) ImageHash(plugin string) string {
-	return l.cat.byName[l.ImageVersion()+"/"+plugin]
+	if e, ok := l.Image.Entry(plugin); ok && e.Kind == "file" {
+		return e.Hash
+	}
+	return ""
 }
 
 // OlderHash is the content hash of the older release's copy of plugin.
@@ -248,12 +206,12 @@ func (l *Lab) populate(dir string, lay Layout) error {
 		}
 		var err error
 		switch f.From {
-		case FromImage:
-			err = copyFile(filepath.Join(l.image, plugin), dst, 0o755)
+		case FromImage: // the node's own copy of the release, not the multus image's
+			err = copyFile(filepath.Join(l.release, plugin), dst, 0o755)
 		case FromOlder:
 			err = copyFile(filepath.Join(l.older, plugin), dst, 0o755)
 		case FromImagePatched:
-			if err = copyFile(filepath.Join(l.image, plugin), dst, 0o755); err == nil {
+			if err = copyFile(filepath.Join(l.release, plugin), dst, 0o755); err == nil {
 				err = appendFile(dst, []byte(patchMarker))
 			}
 		case FromStandIn:
@@ -270,8 +228,9 @@ func (l *Lab) populate(dir string, lay Layout) error {
 	return nil
 }
 
-// buildImage copies every plugin of the image release to <base>/image/cni-plugins
-// (a copy, not a bind of bin/: the subject may move or chmod what it finds).
+// buildImage gives the node its own copy of the image's /cni-plugins at
+// <base>/image/cni-plugins (not a bind of the lab's: the subject may move or
+// chmod what it finds, and faults change it).
 func (l *Lab) buildImage(n *Node, sc Scenario) error {
 	n.imageDir = filepath.Join(n.base, "image")
 	if err := os.Mkdir(n.imageDir, 0o755); err != nil {
@@ -281,29 +240,12 @@ func (l *Lab) buildImage(n *Node, sc Scenario) error {
 	if sc.Image == ImageWithoutPluginsDir {
 		return nil
 	}
-	dst := filepath.Join(n.imageDir, "cni-plugins")
-	if err := os.Mkdir(dst, 0o755); err != nil {
-		return err
-	}
+	dst := filepath.Join(n.imageDir, PluginsDir)
 	if sc.Image == ImageWithEmptyPluginsDir {
-		return nil
+		return os.Mkdir(dst, 0o755)
 	}
-	ents, err := os.ReadDir(l.image)
-	if err != nil {
-		return err
-	}
-	var names []string
-	for _, e := range ents {
-		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".") {
-			continue
-		}
-		if err := copyFile(filepath.Join(l.image, e.Name()), filepath.Join(dst, e.Name()), 0o755); err != nil {
-			return err
-		}
-		names = append(names, e.Name())
-	}
-	n.imageSummary = fmt.Sprintf("%d plugins of %s at /cni-plugins: %s", len(names), l.ImageVersion(), strings.Join(names, " "))
-	return nil
+	n.imageSummary = l.Image.String()
+	return copyTree(l.payload, dst)
 }
 
 func (n *Node) inject(f Fault) error {

@@ -12,11 +12,9 @@ import (
 
 // The causes CLAIMS.md STG-05 names, each injected into the generic node
 // (fixtures/stager/layouts/generic.yaml: a patched bridge, older host-local,
-// macvlan, portmap, tuning and vlan, no ipvlan or ptp), plus an image whose
-// /cni-plugins is empty.
+// macvlan, portmap, tuning and vlan, no ipvlan or ptp).
 var faultCases = []struct {
 	name   string
-	image  stager.ImageVariant
 	faults []stager.Fault
 	// failing are the plugins the faults must stop, in the order staging
 	// attempts them; nil when the fault decides (a file system filling up).
@@ -53,17 +51,11 @@ var faultCases = []struct {
 		failing: []string{"bridge", "ipvlan", "vlan"},
 		cause:   regexp.MustCompile(`Permission denied|(?i:directory)|Operation not permitted`),
 	},
-	{
-		name:    "empty-cni-plugins",
-		image:   stager.ImageWithEmptyPluginsDir,
-		failing: stager.StagedPlugins,
-		cause:   regexp.MustCompile(`No such file or directory`),
-	},
 }
 
 var _ = Describe("Staging when plugins cannot be written", labels.Stager, func() {
 	for _, want := range faultCases {
-		title := describeFaults(want.image, want.faults)
+		title := describeFaults(want.faults)
 		Context("with "+title, Ordered, ContinueOnFailure, func() {
 			var (
 				lab *stager.Lab
@@ -73,12 +65,8 @@ var _ = Describe("Staging when plugins cannot be written", labels.Stager, func()
 			BeforeAll(func(ctx SpecContext) {
 				generic, err := layout("generic")
 				Expect(err).NotTo(HaveOccurred())
-				var node *stager.Node
-				lab, node, err = setUp(stager.Scenario{Name: want.name, Layout: generic, Image: want.image, Faults: want.faults})
+				lab, res, err = stageOnce(ctx, stager.Scenario{Name: want.name, Layout: generic, Faults: want.faults}, "STG-05", "Staging with "+title)
 				Expect(err).NotTo(HaveOccurred())
-				res, err = lab.Stage(ctx, node)
-				Expect(err).NotTo(HaveOccurred(), "the run could not be made:\n%s", res.Log)
-				Expect(writeArtifact("STG-05", want.name, "Staging with "+title, lab, res)).To(Succeed())
 			})
 
 			// "A plugin it fails to write is reported and skipped rather than removed, so whatever was there stays"
@@ -139,7 +127,7 @@ var _ = Describe("Staging when plugins cannot be written", labels.Stager, func()
 
 			// "No temporary file is left in /opt/cni/bin after a run, failed or not" (CLAIMS.md)
 			It("[STG-08] leaves no temporary file behind", labels.Claim("STG-08"), func() {
-				Expect(leftovers(res)).To(BeEmpty(), "\n%s", describeRun(res))
+				Expect(leftovers(lab, res)).To(BeEmpty(), "\n%s", describeRun(res))
 			})
 		})
 	}
@@ -173,10 +161,7 @@ func causeLine(lines []string, from int, plugin string, re *regexp.Regexp) int {
 	return -1
 }
 
-func describeFaults(image stager.ImageVariant, faults []stager.Fault) string {
-	if len(faults) == 0 {
-		return image.String()
-	}
+func describeFaults(faults []stager.Fault) string {
 	s := ""
 	for i, f := range faults {
 		if i > 0 {

@@ -45,17 +45,18 @@ var _ = Describe("Staging onto a generic Linux node that already carries plugins
 			Expect(f.Hash).To(Equal(lab.ImageHash(p)), "%s differs from the image's copy (%s)", p, f.Describe())
 			Expect(f.Perm).To(Equal(fs.FileMode(0o755)), "%s has mode %04o", p, uint32(f.Perm))
 		}
+		Expect(extras(lab, first)).To(BeEmpty(), "the names a run writes must be the 14 alone\n%s", describeRun(first))
 		Expect(written(first)).To(ConsistOf(stager.StagedPlugins), "the names a run writes must be exactly the 14\n%s", describeRun(first))
 	})
 
-	// "[It] leaves loopback, dhcp, dummy and tap alone."
+	// "[It] leaves loopback, dhcp, dummy and tap alone." and CLAIMS.md STG-02: "nor any file that is not an image plugin (flannel, cilium-cni, ...)"
 	It("[STG-02] leaves loopback, dhcp, dummy, tap and a foreign plugin exactly as they were", labels.Claim("STG-02"), func() {
 		for _, res := range []stager.Result{first, second} {
 			for _, p := range append(append([]string{}, stager.LeftAlone...), "whereabouts") {
 				c := res.Change(p)
 				Expect(c.Verdict).To(Equal(stager.Untouched),
-					"%s must keep its inode, bytes, mode and mtime (held inode still at the name: %v, still reads its bytes: %v)\n%s",
-					p, c.Held.AtName, c.Held.ContentKept, describeRun(res))
+					"%s must keep its inode, bytes, mode and mtime (held inode still at the name: %v, still reads its bytes: %v): %s\n%s",
+					p, c.Held.AtName, c.Held.ContentKept, atFault(lab, p), describeRun(res))
 			}
 		}
 	})
@@ -107,8 +108,8 @@ var _ = Describe("Staging onto a generic Linux node that already carries plugins
 
 	// "No temporary file is left in /opt/cni/bin after a run" (CLAIMS.md)
 	It("[STG-08] leaves no temporary file behind", labels.Claim("STG-08"), func() {
-		Expect(leftovers(first)).To(BeEmpty(), "after the first run")
-		Expect(leftovers(second)).To(BeEmpty(), "after the second run")
+		Expect(leftovers(lab, first)).To(BeEmpty(), "after the first run")
+		Expect(leftovers(lab, second)).To(BeEmpty(), "after the second run")
 	})
 })
 

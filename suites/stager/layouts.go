@@ -57,12 +57,8 @@ var _ = Describe("Staging onto each platform's /opt/cni/bin", labels.Stager, fun
 			BeforeAll(func(ctx SpecContext) {
 				l, err := layout(want.layout)
 				Expect(err).NotTo(HaveOccurred())
-				var node *stager.Node
-				lab, node, err = setUp(stager.Scenario{Name: want.layout, Layout: l})
+				lab, res, err = stageOnce(ctx, stager.Scenario{Name: want.layout, Layout: l}, "STG-04", l.Title+" layout: before/after staging")
 				Expect(err).NotTo(HaveOccurred())
-				res, err = lab.Stage(ctx, node)
-				Expect(err).NotTo(HaveOccurred(), "the run could not be made:\n%s", res.Log)
-				Expect(writeArtifact("STG-04", want.layout, l.Title+" layout: before/after staging", lab, res)).To(Succeed())
 			})
 
 			// "staging adds the ten it does not carry and rewrites the four [...]" — each layout's sentence is its guide field.
@@ -98,22 +94,23 @@ var _ = Describe("Staging onto each platform's /opt/cni/bin", labels.Stager, fun
 					Expect(f.Hash).To(Equal(lab.ImageHash(p)), "%s: %s", p, f.Describe())
 					Expect(f.Perm).To(Equal(fs.FileMode(0o755)), "%s has mode %04o", p, uint32(f.Perm))
 				}
+				Expect(extras(lab, res)).To(BeEmpty(), "nothing but the 14 may be new\n%s", describeRun(res))
 				Expect(written(res)).To(ConsistOf(stager.StagedPlugins), "\n%s", describeRun(res))
 			})
 
-			// "[It] leaves loopback, dhcp, dummy and tap alone" — and any file that is not an image plugin.
+			// "[It] leaves loopback, dhcp, dummy and tap alone" — and CLAIMS.md STG-02: "nor any file that is not an image plugin".
 			It("[STG-02] leaves loopback, dhcp, dummy, tap and foreign plugins alone: present ones untouched, absent ones absent", labels.Claim("STG-02"), func() {
 				for _, n := range want.untouched {
-					Expect(res.Change(n).Verdict).To(Equal(stager.Untouched), "%s\n%s", n, describeRun(res))
+					Expect(res.Change(n).Verdict).To(Equal(stager.Untouched), "%s: %s\n%s", n, atFault(lab, n), describeRun(res))
 				}
 				for _, n := range want.absent {
-					Expect(res.Change(n).Verdict).To(Equal(stager.Absent), "%s appeared\n%s", n, describeRun(res))
+					Expect(res.Change(n).Verdict).To(Equal(stager.Absent), "%s appeared: %s\n%s", n, atFault(lab, n), describeRun(res))
 				}
 			})
 
 			// "No temporary file is left in /opt/cni/bin after a run" (CLAIMS.md)
 			It("[STG-08] leaves no temporary file behind", labels.Claim("STG-08"), func() {
-				Expect(leftovers(res)).To(BeEmpty())
+				Expect(leftovers(lab, res)).To(BeEmpty())
 			})
 		})
 	}

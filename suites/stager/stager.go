@@ -11,6 +11,7 @@
 package stager
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -52,29 +53,55 @@ func runConfig() (cfg *config.Config, err error) {
 
 var errNoPlatform = errors.New("no run configuration: the suite's main must call platform.Configure before the specs run")
 
-// setUp builds a lab from the run's flags and prepares the scenario's node;
-// both are removed when the container is done.
-func setUp(sc stager.Scenario) (*stager.Lab, *stager.Node, error) {
+// newLab builds a lab from the run's flags; it is removed when the
+// container is done.
+func newLab() (*stager.Lab, error) {
 	cfg, err := runConfig()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	lab, err := stager.NewLab(stager.Options{
 		Manifest:     cfg.StagerManifest,
-		ImageRelease: cfg.PluginDir,
+		Image:        cfg.StagerImage,
+		ImagePlugins: cfg.StagerImagePlugins(),
+		Release:      cfg.PluginDir,
 		OlderRelease: cfg.OldPluginDir,
 		WorkDir:      cfg.WorkDir,
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	DeferCleanup(lab.Close)
+	return lab, nil
+}
+
+// setUp builds a lab and prepares the scenario's node; both are removed
+// when the container is done.
+func setUp(sc stager.Scenario) (*stager.Lab, *stager.Node, error) {
+	lab, err := newLab()
+	if err != nil {
+		return nil, nil, err
+	}
 	node, err := lab.Prepare(sc)
 	if err != nil {
 		return nil, nil, err
 	}
 	DeferCleanup(node.Close)
 	return lab, node, nil
+}
+
+// stageOnce prepares the scenario, stages once and records the evidence
+// under claim.
+func stageOnce(ctx context.Context, sc stager.Scenario, claim, title string) (*stager.Lab, stager.Result, error) {
+	lab, node, err := setUp(sc)
+	if err != nil {
+		return nil, stager.Result{}, err
+	}
+	res, err := lab.Stage(ctx, node)
+	if err != nil {
+		return lab, res, fmt.Errorf("the run could not be made: %w\n%s", err, res.Log)
+	}
+	return lab, res, writeArtifact(claim, sc.Name, title, lab, res)
 }
 
 // layout returns a node layout from fixtures/stager/layouts.
@@ -122,11 +149,12 @@ func written(res stager.Result) []string {
 }
 
 // leftovers lists names present after the run that were not there before
-// and are not staged plugins: temporary files, in practice.
-func leftovers(res stager.Result) []string {
+// and are neither staged plugins nor plugins the image offers (those are
+// STG-01/02's to judge): temporary files, in practice.
+func leftovers(lab *stager.Lab, res stager.Result) []string {
 	var out []string
 	for _, n := range res.After.Names() {
-		if _, before := res.Before.Get(n); !before && !stager.IsStaged(n) {
+		if _, before := res.Before.Get(n); !before && !stager.IsStaged(n) && !lab.Image.Offers(n) {
 			out = append(out, n)
 		}
 	}
@@ -154,10 +182,13 @@ func names(line string) []string {
 	return out
 }
 
-// namesPlugin: plugin appears in line as a word of its own ("vlan" in
-// "/x/.vlan.tmp" or "vlan:", not in "macvlan").
+// namesPlugin: plugin appears in line as a name of its own: "vlan" in
+// "vlan:", in "/x/.vlan.tmp" or in a script's temporary path
+// "/x/.tmp-multus-vlan", not in "macvlan". The guide asks that the line
+// name the plugin, not in which words ("-" is no part of a name here: no
+// plugin's name is another's with a "-" part added).
 func namesPlugin(line, plugin string) bool {
-	re := regexp.MustCompile(`(^|[^A-Za-z0-9_-])` + regexp.QuoteMeta(plugin) + `($|[^A-Za-z0-9_-])`)
+	re := regexp.MustCompile(`(^|[^A-Za-z0-9_])` + regexp.QuoteMeta(plugin) + `($|[^A-Za-z0-9_])`)
 	return re.MatchString(line)
 }
 
@@ -169,6 +200,27 @@ func notInstalled(lab *stager.Lab, res stager.Result) []string {
 		f, ok := res.After.Get(p)
 		if !ok || f.Kind != "file" || f.Hash != lab.ImageHash(p) {
 			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// atFault names the half of the package that put name on the node
+// (CLAIMS.md STG-02: "A failure names the half at fault").
+func atFault(lab *stager.Lab, name string) string {
+	if lab.Image.Offers(name) {
+		return fmt.Sprintf("the image carried %s at /cni-plugins/%s (%s) and the script installed it", name, name, lab.Image)
+	}
+	return fmt.Sprintf("the script wrote %s, which the image did not offer (its /cni-plugins: %s)", name, lab.Image.Listing())
+}
+
+// extras are the names a run wrote beyond the 14, each with the half at
+// fault.
+func extras(lab *stager.Lab, res stager.Result) []string {
+	var out []string
+	for _, n := range written(res) {
+		if !stager.IsStaged(n) {
+			out = append(out, atFault(lab, n))
 		}
 	}
 	return out

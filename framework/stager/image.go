@@ -1,0 +1,229 @@
+package stager
+
+import (
+	"archive/tar"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// PluginsDir is where the multus image carries the plugins it stages.
+const PluginsDir = "cni-plugins"
+
+// CheckImage tells whether path (--stager-image) is an image root holding
+// cni-plugins/: a directory, a docker-archive (`docker save`), an OCI-layout
+// tarball, or a flattened file system tarball (`crane export`,
+// `docker export`). It reads the image but writes nothing.
+func CheckImage(path string) error {
+	return extractPlugins(path, "")
+}
+
+// extractPlugins copies the image's /cni-plugins entries into dst (which
+// must not exist yet); dst "" only checks that there are any.
+func extractPlugins(src, dst string) error {
+	fi, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		in := filepath.Join(src, PluginsDir)
+		if st, err := os.Stat(in); err != nil || !st.IsDir() {
+			return fmt.Errorf("%s: no %s/ directory in this image root", src, PluginsDir)
+		}
+		if dst == "" {
+			return nil
+		}
+		return copyTree(in, dst)
+	}
+	rc, err := rootFS(src)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	found, err := untarPlugins(tar.NewReader(rc), dst)
+	if err != nil {
+		return fmt.Errorf("%s: %w", src, err)
+	}
+	if !found {
+		return fmt.Errorf("%s: the image's file system has no /%s/ directory", src, PluginsDir)
+	}
+	return nil
+}
+
+// rootFS opens a tarball as the image's flattened file system: the layers
+// of a docker-archive or OCI layout applied in order (whiteouts honoured,
+// by go-containerregistry), or the tarball itself when it is one already.
+func rootFS(p string) (io.ReadCloser, error) {
+	names, err := topNames(p)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case names["manifest.json"]:
+		img, err := tarball.ImageFromPath(p, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%s: read as a docker-archive: %w", p, err)
+		}
+		return mutate.Extract(img), nil
+	case names["oci-layout"]:
+		rc, err := ociImage(p)
+		if err != nil {
+			return nil, fmt.Errorf("%s: read as an OCI layout: %w", p, err)
+		}
+		return rc, nil
+	}
+	return os.Open(p) // a file system tarball already (crane export)
+}
+
+// topNames lists the top-level file names of a tar archive.
+func topNames(p string) (map[string]bool, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[string]bool{}
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: not a directory or a tar archive: %w", p, err)
+		}
+		if n := path.Clean(strings.TrimPrefix(h.Name, "./")); !strings.Contains(n, "/") {
+			out[n] = true
+		}
+	}
+}
+
+// ociImage unpacks an OCI-layout tarball into a temporary directory (the
+// library reads layouts from directories) and opens its first image's file
+// system; closing it removes the directory.
+func ociImage(p string) (io.ReadCloser, error) {
+	dir, err := os.MkdirTemp("", "stager-oci-*")
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (io.ReadCloser, error) { return nil, errors.Join(err, os.RemoveAll(dir)) }
+	f, err := os.Open(p)
+	if err != nil {
+		return fail(err)
+	}
+	defer f.Close()
+	if err := untarAll(tar.NewReader(f), dir); err != nil {
+		return fail(err)
+	}
+	idx, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		return fail(err)
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return fail(err)
+	}
+	if len(m.Manifests) == 0 {
+		return fail(errors.New("no image in the layout's index.json"))
+	}
+	img, err := idx.Image(m.Manifests[0].Digest)
+	if err != nil {
+		return fail(err)
+	}
+	return removeOnClose{mutate.Extract(img), dir}, nil
+}
+
+type removeOnClose struct {
+	io.ReadCloser
+	dir string
+}
+
+func (r removeOnClose) Close() error { return errors.Join(r.ReadCloser.Close(), os.RemoveAll(r.dir)) }
+
+// untarAll writes every regular file and directory of tr under dir.
+func untarAll(tr *tar.Reader, dir string) error {
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		rel := path.Clean(strings.TrimPrefix(h.Name, "/"))
+		if rel == "." || strings.HasPrefix(rel, "../") {
+			continue
+		}
+		if err := writeEntry(tr, h, filepath.Join(dir, rel)); err != nil {
+			return err
+		}
+	}
+}
+
+// untarPlugins writes the entries under cni-plugins/ of a file system
+// tarball into dst; found tells whether the directory was there at all.
+func untarPlugins(tr *tar.Reader, dst string) (found bool, err error) {
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return found, nil
+		}
+		if err != nil {
+			return found, err
+		}
+		rel := path.Clean(strings.TrimPrefix(strings.TrimPrefix(h.Name, "./"), "/"))
+		if rel != PluginsDir && !strings.HasPrefix(rel, PluginsDir+"/") {
+			continue
+		}
+		found = true
+		if dst == "" {
+			continue
+		}
+		if rel == PluginsDir {
+			h.Typeflag = tar.TypeDir
+		}
+		if err := writeEntry(tr, h, filepath.Join(dst, strings.TrimPrefix(rel, PluginsDir))); err != nil {
+			return found, err
+		}
+	}
+}
+
+// writeEntry writes one tar entry at p; kinds other than files,
+// directories and symlinks are not plugins and are left out.
+func writeEntry(tr *tar.Reader, h *tar.Header, p string) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	mode := os.FileMode(h.Mode).Perm()
+	switch h.Typeflag {
+	case tar.TypeDir:
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return err
+		}
+		return os.Chmod(p, mode)
+	case tar.TypeSymlink:
+		return os.Symlink(h.Linkname, p)
+	case tar.TypeReg:
+		out, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, tr); err != nil {
+			out.Close()
+			return err
+		}
+		if err := out.Close(); err != nil {
+			return err
+		}
+		return os.Chmod(p, mode)
+	}
+	return nil
+}

@@ -1,0 +1,150 @@
+package stager
+
+import (
+	"archive/tar"
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// fsTar is a file system tarball: name -> content ("" for a directory).
+func fsTar(t *testing.T, entries [][2]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range entries {
+		h := &tar.Header{Name: e[0], Mode: 0o755, Typeflag: tar.TypeReg, Size: int64(len(e[1]))}
+		if strings.HasSuffix(e[0], "/") {
+			h.Typeflag, h.Size = tar.TypeDir, 0
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(e[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// twoLayers is an image whose second layer deletes a plugin of the first
+// (a whiteout) and adds another: only applying layers in order gives the
+// right /cni-plugins.
+func twoLayers(t *testing.T) v1.Image {
+	t.Helper()
+	var layers []v1.Layer
+	for _, l := range [][][2]string{
+		{{"cni-plugins/", ""}, {"cni-plugins/bridge", "old"}, {"cni-plugins/loopback", "x"}},
+		{{"cni-plugins/.wh.loopback", ""}, {"cni-plugins/bridge", "new"}, {"cni-plugins/vlan", "v"}},
+	} {
+		data := fsTar(t, l)
+		layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		layers = append(layers, layer)
+	}
+	img, err := mutate.AppendLayers(empty.Image, layers...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+func TestExtractPluginsFromEachImageForm(t *testing.T) {
+	dir := t.TempDir()
+	img := twoLayers(t)
+
+	dockerArchive := filepath.Join(dir, "docker-save.tar")
+	if err := tarball.WriteToFile(dockerArchive, name.MustParseReference("example.invalid/multus:t"), img); err != nil {
+		t.Fatal(err)
+	}
+	ociDir := filepath.Join(dir, "oci")
+	lp, err := layout.Write(ociDir, empty.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lp.AppendImage(img); err != nil {
+		t.Fatal(err)
+	}
+	ociTar := filepath.Join(dir, "oci.tar")
+	var entries [][2]string
+	if err := filepath.Walk(ociDir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || p == ociDir {
+			return err
+		}
+		rel, _ := filepath.Rel(ociDir, p)
+		if fi.IsDir() {
+			entries = append(entries, [2]string{rel + "/", ""})
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		entries = append(entries, [2]string{rel, string(b)})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ociTar, fsTar(t, entries), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exported := filepath.Join(dir, "crane-export.tar")
+	if err := os.WriteFile(exported, fsTar(t, [][2]string{{"./cni-plugins/", ""}, {"./cni-plugins/bridge", "new"}, {"./cni-plugins/vlan", "v"}, {"./etc/hostname", "x"}}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(dir, "root")
+	if err := os.MkdirAll(filepath.Join(root, "cni-plugins"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for n, c := range map[string]string{"bridge": "new", "vlan": "v"} {
+		if err := os.WriteFile(filepath.Join(root, "cni-plugins", n), []byte(c), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	for _, src := range []string{dockerArchive, ociTar, exported, root} {
+		if err := CheckImage(src); err != nil {
+			t.Errorf("CheckImage(%s): %v", filepath.Base(src), err)
+			continue
+		}
+		dst := filepath.Join(dir, "out-"+filepath.Base(src))
+		if err := extractPlugins(src, dst); err != nil {
+			t.Errorf("extract %s: %v", filepath.Base(src), err)
+			continue
+		}
+		got, err := dirNames(dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sort.Strings(got)
+		if strings.Join(got, " ") != "bridge vlan" {
+			t.Errorf("%s: /cni-plugins holds %v, want bridge vlan (layers applied in order)", filepath.Base(src), got)
+		}
+		if b, _ := os.ReadFile(filepath.Join(dst, "bridge")); string(b) != "new" {
+			t.Errorf("%s: bridge reads %q, want the later layer's", filepath.Base(src), b)
+		}
+	}
+}
+
+func TestCheckImageWithoutPlugins(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "rootfs.tar")
+	if err := os.WriteFile(p, fsTar(t, [][2]string{{"etc/hostname", "x"}}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckImage(p); err == nil || !strings.Contains(err.Error(), "no /cni-plugins/") {
+		t.Fatalf("got %v, want an error naming the missing /cni-plugins/", err)
+	}
+}

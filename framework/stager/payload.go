@@ -1,0 +1,283 @@
+package stager
+
+import (
+	"debug/buildinfo"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// ImageInfo names the multus image the init container sees: where it came
+// from and what its /cni-plugins holds.
+type ImageInfo struct {
+	// Ref is the init container's image reference in the manifest.
+	Ref string
+	// Source is --stager-image, or "" for the suite's reference build.
+	Source string
+	// Built says how the reference build was made.
+	Built   string
+	Entries []ImageEntry // sorted by name
+}
+
+// ImageEntry is one entry of the image's /cni-plugins.
+type ImageEntry struct {
+	Name, Kind string // Kind as File.Kind
+	Hash       string
+	// Version is the upstream release it was built from ("" when it is not
+	// a reference plugin); Package is the Go main package it was built from.
+	Version, Package string
+}
+
+// Reference tells whether the entry is the upstream reference plugin of
+// its name: built from the plugins module's package of that name.
+func (e ImageEntry) Reference() bool {
+	return e.Kind == "file" && e.Version != "" && strings.HasSuffix(e.Package, "/"+e.Name) &&
+		strings.HasPrefix(e.Package, pluginsModule+"/plugins/")
+}
+
+// Describe is the entry as a listing shows it: "bridge v1.9.1".
+func (e ImageEntry) Describe() string {
+	switch {
+	case e.Kind != "file":
+		return e.Name + " (" + e.Kind + ")"
+	case e.Reference():
+		return e.Name + " " + e.Version
+	case e.Version != "":
+		return e.Name + " " + e.Version + " (built from " + e.Package + ")"
+	}
+	return e.Name + " (not a reference plugin)"
+}
+
+// Entry is the image's /cni-plugins/<name>.
+func (i ImageInfo) Entry(name string) (ImageEntry, bool) {
+	for _, e := range i.Entries {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return ImageEntry{}, false
+}
+
+// Offers tells whether the image carries name at /cni-plugins.
+func (i ImageInfo) Offers(name string) bool { _, ok := i.Entry(name); return ok }
+
+// Listing is the image's /cni-plugins, one "name version" per entry.
+func (i ImageInfo) Listing() string {
+	var out []string
+	for _, e := range i.Entries {
+		out = append(out, e.Describe())
+	}
+	return strings.Join(out, ", ")
+}
+
+func (i ImageInfo) String() string {
+	whose := "the user's image " + i.Source
+	if i.Source == "" {
+		whose = "the suite's reference image (" + i.Built + ")"
+	}
+	ref := i.Ref
+	if ref == "" {
+		ref = "no image reference"
+	}
+	return fmt.Sprintf("%s, %s; /%s holds %d: %s", ref, whose, PluginsDir, len(i.Entries), i.Listing())
+}
+
+// loadImage puts the image's /cni-plugins into the lab (the reference build
+// or --stager-image) and adds its copies to the lab's catalog.
+func (l *Lab) loadImage(o Options, base *catalog) error {
+	l.payload = filepath.Join(l.dir, "image-root", PluginsDir)
+	if err := os.MkdirAll(filepath.Dir(l.payload), 0o755); err != nil {
+		return err
+	}
+	l.Image = ImageInfo{Ref: l.Subject.Container.Image, Source: o.Image}
+	if o.Image != "" {
+		if err := extractPlugins(o.Image, l.payload); err != nil {
+			return fmt.Errorf("--stager-image: %w", err)
+		}
+	} else {
+		names := o.ImagePlugins
+		if names == nil {
+			names = StagedPlugins
+		}
+		if err := buildReference(l.release, names, l.payload); err != nil {
+			return err
+		}
+		l.Image.Built = fmt.Sprintf("%s of %s at --plugin-dir", describeNames(names), base.version[l.release])
+	}
+	var err error
+	if l.Image.Entries, err = listImage(l.payload); err != nil {
+		return err
+	}
+	l.cat = base.withImage(l.Image.Entries)
+	return nil
+}
+
+// describeNames: "the 14 staged plugins", or the list when it differs.
+func describeNames(names []string) string {
+	if strings.Join(names, " ") == strings.Join(StagedPlugins, " ") {
+		return "the 14 staged plugins"
+	}
+	return strings.Join(names, " ")
+}
+
+// buildReference fills dst with the named plugins of a release, as
+// Cozystack's Dockerfile extracts the 14 from the release tarball.
+func buildReference(release string, names []string, dst string) error {
+	if err := os.Mkdir(dst, 0o755); err != nil {
+		return err
+	}
+	for _, n := range names {
+		if err := copyFile(filepath.Join(release, n), filepath.Join(dst, n), 0o755); err != nil {
+			return fmt.Errorf("the reference image: %w", err)
+		}
+	}
+	return nil
+}
+
+// ImageListing reads an image's /cni-plugins without running a lab, for
+// the report: path is --stager-image, or "" for the reference build of
+// names (nil: the 14) from release.
+func ImageListing(path, release string, names []string) (ImageInfo, error) {
+	dir, err := os.MkdirTemp("", "stager-image-*")
+	if err != nil {
+		return ImageInfo{}, err
+	}
+	defer os.RemoveAll(dir)
+	payload := filepath.Join(dir, PluginsDir)
+	info := ImageInfo{Source: path}
+	if path != "" {
+		err = extractPlugins(path, payload)
+	} else {
+		if names == nil {
+			names = StagedPlugins
+		}
+		err = buildReference(release, names, payload)
+		info.Built = describeNames(names) + " of the release at " + release
+	}
+	if err != nil {
+		return info, err
+	}
+	info.Entries, err = listImage(payload)
+	return info, err
+}
+
+// DescribeSubject is the stager subject as the report names it: the
+// manifest (path, sha256, workload), the init container's image reference,
+// and whose image it ran with and what its /cni-plugins holds.
+func DescribeSubject(manifest, image, release string, names []string) string {
+	var b strings.Builder
+	sum, err := FileSHA256(manifest)
+	if err != nil {
+		sum = "unreadable: " + err.Error()
+	}
+	whose := "the suite's reference"
+	if manifest != DefaultManifest {
+		whose = "the user's"
+	}
+	fmt.Fprintf(&b, "- manifest: `%s` (%s), sha256 `%s`\n", manifest, whose, sum)
+	subj, err := LoadSubject(manifest)
+	if err != nil {
+		fmt.Fprintf(&b, "- %s: %v\n", InitContainerName, err)
+		return b.String()
+	}
+	info, err := ImageListing(image, release, names)
+	info.Ref = subj.Container.Image
+	fmt.Fprintf(&b, "- %s of %s, image reference `%s`\n", InitContainerName, subj.Workload, info.Ref)
+	if err != nil {
+		fmt.Fprintf(&b, "- image: %v\n", err)
+		return b.String()
+	}
+	if image == "" {
+		fmt.Fprintf(&b, "- image: the suite's reference build (%s), not the image the reference names\n", info.Built)
+	} else {
+		fmt.Fprintf(&b, "- image: the user's, `%s`\n", image)
+	}
+	fmt.Fprintf(&b, "- /%s (%d): %s\n", PluginsDir, len(info.Entries), info.Listing())
+	return b.String()
+}
+
+// DefaultManifest is --stager-manifest's default: the suite's reference.
+const DefaultManifest = "fixtures/stager/multus-daemonset.yaml"
+
+func listImage(dir string) ([]ImageEntry, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []ImageEntry
+	for _, de := range ents {
+		p := filepath.Join(dir, de.Name())
+		e := ImageEntry{Name: de.Name(), Kind: "other"}
+		switch {
+		case de.Type().IsRegular():
+			e.Kind = "file"
+			if e.Hash, err = hashFile(p); err != nil {
+				return nil, err
+			}
+			e.Version = pluginVersion(p)
+			if bi, err := buildinfo.ReadFile(p); err == nil {
+				e.Package = bi.Path
+			}
+		case de.IsDir():
+			e.Kind = "dir"
+		case de.Type()&os.ModeSymlink != 0:
+			e.Kind = "symlink"
+		}
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// withImage is a copy of the catalog that also knows the image's copies.
+func (c *catalog) withImage(entries []ImageEntry) *catalog {
+	out := &catalog{byHash: map[string]string{}, byName: map[string]string{}, version: c.version}
+	for k, v := range c.byHash {
+		out.byHash[k] = v
+	}
+	for k, v := range c.byName {
+		out.byName[k] = v
+	}
+	for _, e := range entries {
+		if _, known := out.byHash[e.Hash]; !known && e.Kind == "file" && e.Version != "" {
+			out.byHash[e.Hash] = e.Version + "/" + e.Name
+		}
+	}
+	return out
+}
+
+// copyTree copies src to dst (which must not exist) keeping modes: files,
+// directories and symlinks.
+func copyTree(src, dst string) error {
+	return filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, rel)
+		switch {
+		case fi.IsDir():
+			if err := os.Mkdir(to, 0o755); err != nil {
+				return err
+			}
+			return os.Chmod(to, fi.Mode().Perm())
+		case fi.Mode()&os.ModeSymlink != 0:
+			t, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(t, to)
+		case fi.Mode().IsRegular():
+			return copyFile(p, to, fi.Mode().Perm())
+		}
+		return nil
+	})
+}
+
+// FileSHA256 is the hex sha256 of a file (the manifest, in the report).
+func FileSHA256(p string) (string, error) { return hashFile(p) }
