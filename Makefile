@@ -152,6 +152,6 @@ e2e-existing: $(SUITE) $(DRIVER)
 # Cabling kind node containers (stand-ins: processes in netns of their own);
 # needs 8021q, so it runs in the lab VM where this kernel lacks it.
 cluster-cabling: $(BIN)/labvm-smoke $(DRIVER)
-	$(GO) test -c -o $(BIN)/cluster.test ./framework/platform/cluster
-	@if $(DRIVER) preflight >/dev/null 2>&1; then $(BIN)/cluster.test -test.run TestCablingNodeContainers -test.v; \
-	else $(BIN)/labvm-smoke -cache $(VCF_CACHE)/labvm -workdir $(CURDIR) -- $(CURDIR)/$(BIN)/cluster.test -test.run TestCablingNodeContainers -test.v; fi
+	$(GO) test -c -o $(BIN)/cabling.test ./framework/platform/cluster/cabling
+	@if $(DRIVER) preflight >/dev/null 2>&1; then $(BIN)/cabling.test -test.run TestCablingNodeContainers -test.v; \
+	else $(BIN)/labvm-smoke -cache $(VCF_CACHE)/labvm -workdir $(CURDIR) -- $(CURDIR)/$(BIN)/cabling.test -test.run TestCablingNodeContainers -test.v; fi
