@@ -59,7 +59,7 @@ func (n *Node) HostPath(p string) string {
 }
 
 func (n *Node) notObservable(what string) error {
-	return fmt.Errorf("%s on node %s of an existing cluster: %w", what, n.name, platform.ErrNotObservable)
+	return fmt.Errorf("%s on node %s of an existing cluster: %w", what, n.name, evidence.ErrNotObservable)
 }
 
 func (n *Node) ParentPoint() evidence.Point {

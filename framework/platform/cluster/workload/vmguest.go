@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cozystack/vlan-conformance/framework/evidence"
+	"github.com/cozystack/vlan-conformance/framework/observe"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/console"
 )
@@ -146,7 +147,7 @@ func parseRoutes(out string) ([]platform.Route, error) {
 }
 
 func (g *vmGuest) Ping(ctx context.Context, dst netip.Addr, opts ...platform.PingOption) (platform.PingResult, error) {
-	o := platform.NewPingOptions(opts...)
+	o := observe.NewPingOptions(opts...)
 	cmd := fmt.Sprintf("ping -n -c %d -i %.3f -W %d -s %d", o.Count, o.Interval.Seconds(), max(1, int(o.Timeout.Seconds())), o.Size)
 	if o.DontFrag {
 		cmd += " -M do"
