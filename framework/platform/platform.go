@@ -7,6 +7,7 @@ package platform
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"time"
@@ -166,54 +167,66 @@ type FDBEntry struct {
 }
 
 // The platform of a run is built on first use, so specs that need no
-// network (the stager's) run even where the fabric cannot be built.
-type facade struct {
-	Platform
-	cfg   *config.Config
-	build func(context.Context) (Platform, error)
-	err   error
+// network (the stager's) run even where the fabric cannot be built. Until
+// then only its configuration exists: kept apart from the platform, never
+// behind a Platform that is not there yet.
+type run struct {
+	cfg      *config.Config
+	build    func(context.Context) (Platform, error)
+	platform Platform
+	err      error
 }
 
-func (f *facade) Config() *config.Config { return f.cfg }
+var current *run
 
-var current *facade
+// ErrNotConfigured is what a spec gets when the suite's main never called
+// Configure.
+var ErrNotConfigured = errors.New("no run configuration: the suite's main must call platform.Configure before the specs run")
 
 // Configure installs the run's configuration and how to build its platform;
 // the suite's main calls it before any spec runs.
 func Configure(cfg *config.Config, build func(context.Context) (Platform, error)) {
-	current = &facade{cfg: cfg, build: build}
+	current = &run{cfg: cfg, build: build}
 }
 
-// Current is the platform of this run. Its Config is always available; the
-// rest only after Ready.
-func Current() Platform { return current }
+// RunConfig is the run's configuration, available before (and without)
+// building the platform.
+func RunConfig() (*config.Config, error) {
+	if current == nil || current.cfg == nil {
+		return nil, ErrNotConfigured
+	}
+	return current.cfg, nil
+}
 
 // Ready builds the platform once (fabric, nodes, gateway) and returns it.
 func Ready(ctx context.Context) (Platform, error) {
-	if current.Platform == nil && current.err == nil {
-		current.Platform, current.err = current.build(ctx)
+	if current == nil {
+		return nil, ErrNotConfigured
+	}
+	if current.platform == nil && current.err == nil {
+		current.platform, current.err = current.build(ctx)
 	}
 	if current.err != nil {
 		return nil, current.err
 	}
-	return current, nil
+	return current.platform, nil
 }
 
 // Built returns the platform if Ready has built it.
 func Built() (Platform, bool) {
-	if current == nil || current.Platform == nil {
+	if current == nil || current.platform == nil {
 		return nil, false
 	}
-	return current, true
+	return current.platform, true
 }
 
 // Shutdown removes what the platform created, if it was built.
 func Shutdown(ctx context.Context) error {
-	if current == nil || current.Platform == nil {
+	p, ok := Built()
+	if !ok {
 		return nil
 	}
-	p := current.Platform
-	current.Platform = nil
+	current.platform = nil
 	return p.Close(ctx)
 }
 
@@ -222,7 +235,7 @@ func Shutdown(ctx context.Context) error {
 // run in SynchronizedBeforeSuite); the lab stays lazy, so specs that need no
 // network run where its fabric cannot be built.
 func Provision(ctx context.Context) error {
-	if current == nil || current.cfg == nil || current.cfg.Tier != "cluster" {
+	if cfg, err := RunConfig(); err != nil || cfg.Tier != "cluster" {
 		return nil
 	}
 	_, err := Ready(ctx)
@@ -233,9 +246,6 @@ func Provision(ctx context.Context) error {
 // As[KubeVMs](p): specs check a capability and skip without it, never the
 // tier's name.
 func As[T any](p Platform) (T, bool) {
-	if f, ok := p.(*facade); ok {
-		p = f.Platform
-	}
 	t, ok := p.(T)
 	return t, ok
 }

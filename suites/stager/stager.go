@@ -11,7 +11,6 @@
 package stager
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,23 +33,7 @@ const (
 
 // runConfig is the run's configuration. The stager specs need nothing else
 // of the platform: no fabric is built for them.
-func runConfig() (cfg *config.Config, err error) {
-	defer func() {
-		if recover() != nil {
-			cfg, err = nil, errNoPlatform
-		}
-	}()
-	p := platform.Current()
-	if p == nil {
-		return nil, errNoPlatform
-	}
-	if cfg = p.Config(); cfg == nil {
-		return nil, errNoPlatform
-	}
-	return cfg, nil
-}
-
-var errNoPlatform = errors.New("no run configuration: the suite's main must call platform.Configure before the specs run")
+func runConfig() (*config.Config, error) { return platform.RunConfig() }
 
 // setUp builds a lab from the run's flags and prepares the scenario's node;
 // both are removed when the container is done.
