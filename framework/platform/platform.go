@@ -160,11 +160,7 @@ func WithDontFragment() PingOption            { return observe.WithDontFragment(
 func ViaInterface(name string) PingOption     { return observe.ViaInterface(name) }
 
 // FDBEntry is one entry of a bridge's forwarding database.
-type FDBEntry struct {
-	MAC   net.HardwareAddr
-	Port  string // the bridge port the MAC sits behind
-	Local bool   // the bridge's or a port's own address, not learned
-}
+type FDBEntry = evidence.FDBEntry
 
 // The platform of a run is built on first use, so specs that need no
 // network (the stager's) run even where the fabric cannot be built. Until

@@ -7,13 +7,9 @@ package node
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
-
-	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
@@ -90,29 +86,14 @@ func (n *Node) WithoutPlugin(_ context.Context, plugin string) (func() error, er
 	return func() error { return os.Rename(hidden, p) }, nil
 }
 
+// BridgeFDB lists what br100 has learned or owns, per port.
 func (n *Node) BridgeFDB(_ context.Context) ([]platform.FDBEntry, error) {
 	if n.pid == 0 {
 		return nil, n.notObservable("the bridge FDB")
 	}
-	h := n.fab.Handle
-	br, err := h.LinkByName(fabric.BridgeName)
+	out, err := evidence.ReadBridgeFDB(n.fab.Handle, fabric.BridgeName)
 	if err != nil {
-		return nil, err
-	}
-	list, err := h.NeighList(0, unix.AF_BRIDGE)
-	if err != nil {
-		return nil, err
-	}
-	var out []platform.FDBEntry
-	for _, e := range list {
-		if e.MasterIndex != br.Attrs().Index && e.LinkIndex != br.Attrs().Index {
-			continue
-		}
-		port := ""
-		if l, err := h.LinkByIndex(e.LinkIndex); err == nil {
-			port = l.Attrs().Name
-		}
-		out = append(out, platform.FDBEntry{MAC: append(net.HardwareAddr(nil), e.HardwareAddr...), Port: port, Local: e.State&netlink.NUD_PERMANENT != 0})
+		return nil, fmt.Errorf("node %s: %w", n.name, err)
 	}
 	return out, nil
 }
