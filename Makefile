@@ -27,7 +27,7 @@ SUITE := $(BIN)/suites.test
 DRIVER := $(BIN)/conformance
 GOFILES := $(shell find . -name '*.go' -not -path './.cache/*' -not -path './bin/*') go.mod go.sum
 
-.PHONY: all build plugins conformance selftest test unit bench vet lint clean deps vendor-check cleanup-check
+.PHONY: all build plugins conformance selftest test unit docs bench vet lint clean deps vendor-check cleanup-check
 
 all: build
 
@@ -68,6 +68,18 @@ lint: deps
 unit:
 	$(GO) test $$($(GO) list ./... | grep -v /suites)
 
+# The README's claim table, rendered from framework/claims (the unit tests
+# fail while it is stale).
+docs:
+	$(GO) test ./framework/claims -run TestReadmeClaimTable -update-readme
+
+# native_or_labvm runs $(1) (a path in the checkout, then its arguments)
+# here when this kernel has what the lab needs (`conformance preflight`),
+# else inside the lab VM with the checkout mounted: the one place that choice
+# is written.
+native_or_labvm = if $(DRIVER) preflight >/dev/null 2>&1; then $(1); \
+	else $(BIN)/labvm-smoke -cache $(VCF_CACHE)/labvm -workdir $(CURDIR) -- $(CURDIR)/$(1); fi
+
 # The main job: the lab tier (in the lab VM when the kernel lacks 8021q).
 conformance: build
 	$(DRIVER) run $(ARGS)
@@ -82,13 +94,11 @@ bench: build
 # Vendor mode against an external gateway the check itself creates (in the
 # lab VM when the kernel lacks 8021q).
 vendor-check: build
-	@if $(DRIVER) preflight >/dev/null 2>&1; then scripts/vendor-check.sh; \
-	else $(BIN)/labvm-smoke -cache $(VCF_CACHE)/labvm -workdir $(CURDIR) -- $(CURDIR)/scripts/vendor-check.sh; fi
+	@$(call native_or_labvm,scripts/vendor-check.sh)
 
 # A SIGINTed run cleans up; a SIGKILLed run's leftovers are swept by the next.
 cleanup-check: build
-	@if $(DRIVER) preflight >/dev/null 2>&1; then scripts/cleanup-check.sh; \
-	else $(BIN)/labvm-smoke -cache $(VCF_CACHE)/labvm -workdir $(CURDIR) -- $(CURDIR)/scripts/cleanup-check.sh; fi
+	@$(call native_or_labvm,scripts/cleanup-check.sh)
 
 test: deps lint vet unit cluster-dry-run cluster-cabling conformance selftest vendor-check cleanup-check
 
@@ -152,6 +162,5 @@ e2e-existing: $(SUITE) $(DRIVER)
 # Cabling kind node containers (stand-ins: processes in netns of their own);
 # needs 8021q, so it runs in the lab VM where this kernel lacks it.
 cluster-cabling: $(BIN)/labvm-smoke $(DRIVER)
-	$(GO) test -c -o $(BIN)/cluster.test ./framework/platform/cluster
-	@if $(DRIVER) preflight >/dev/null 2>&1; then $(BIN)/cluster.test -test.run TestCablingNodeContainers -test.v; \
-	else $(BIN)/labvm-smoke -cache $(VCF_CACHE)/labvm -workdir $(CURDIR) -- $(CURDIR)/$(BIN)/cluster.test -test.run TestCablingNodeContainers -test.v; fi
+	$(GO) test -c -o $(BIN)/cabling.test ./framework/platform/cluster/cabling
+	@$(call native_or_labvm,$(BIN)/cabling.test -test.run TestCablingNodeContainers -test.v)

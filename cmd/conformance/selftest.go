@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,7 +97,7 @@ func (d *driver) selftestPart(ctx context.Context, part string) int {
 			o.Note = "no JUnit: " + err.Error()
 		}
 		for _, tc := range cases {
-			if tc.Failed() && contains(report.ClaimIDs(tc.Name), c.Claim) {
+			if tc.Failed() && slices.Contains(report.ClaimIDs(tc.Name), c.Claim) {
 				o.SpecFailed = true
 				o.FailedSpecs = append(o.FailedSpecs, tc.Name)
 			}
@@ -134,13 +135,4 @@ func (d *driver) runSuiteQuiet(ctx context.Context, args []string, logPath strin
 	}
 	defer f.Close()
 	return d.runSuiteTo(ctx, args, f)
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }

@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"time"
+
+	"github.com/cozystack/vlan-conformance/framework/claims"
 )
 
 // ReportDir is where artifacts go (<ReportDir>/artifacts/<claim>/); the
@@ -20,12 +21,10 @@ func ArtifactPath(claim, name string) string {
 	return filepath.Join(dir, name)
 }
 
-var claimRE = regexp.MustCompile(`\[((?:VLAN|STG|ARP)-\d\d)\]`)
-
 // ClaimOf extracts the claim ID from a spec text such as "[VLAN-03] ...".
 func ClaimOf(text string) string {
-	if m := claimRE.FindStringSubmatch(text); m != nil {
-		return m[1]
+	if ids := claims.IDs(text); len(ids) > 0 {
+		return ids[0]
 	}
 	return "unclaimed"
 }

@@ -22,7 +22,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/nsexec"
-	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/observe"
 	"github.com/cozystack/vlan-conformance/framework/probe"
 )
 
@@ -52,11 +52,11 @@ func (g *Netns) OtherVLANPoint() evidence.Point {
 	return evidence.Point{Netns: g.ns.Path, Iface: g.otherIface, Label: "gateway " + g.otherIface}
 }
 
-func (g *Netns) Ping(ctx context.Context, dst netip.Addr, opts ...platform.PingOption) (platform.PingResult, error) {
+func (g *Netns) Ping(ctx context.Context, dst netip.Addr, opts ...observe.PingOption) (observe.PingResult, error) {
 	return probe.Ping(ctx, g.ns.Path, dst, opts...)
 }
 
-func (g *Netns) Neighbor(_ context.Context, ip netip.Addr) (platform.Neighbor, error) {
+func (g *Netns) Neighbor(_ context.Context, ip netip.Addr) (evidence.Neighbor, error) {
 	return evidence.ReadNeighbor(g.ns.Handle, g.iface, ip)
 }
 
@@ -98,17 +98,17 @@ func (g *Netns) setTimers(profile string, actual func(map[string]string) map[str
 	})
 }
 
-func (g *Netns) NeighProfile(_ context.Context) (platform.NeighProfile, error) {
+func (g *Netns) NeighProfile(_ context.Context) (observe.NeighProfile, error) {
 	vals, ok := neighProfiles[g.profile]
 	if !ok {
-		return platform.NeighProfile{}, fmt.Errorf("no neighbour timer profile %q", g.profile)
+		return observe.NeighProfile{}, fmt.Errorf("no neighbour timer profile %q", g.profile)
 	}
 	t, err := timersFrom(func(k string) (int, error) { return strconv.Atoi(vals[k]) })
-	return platform.NeighProfile{Name: g.profile, Timers: t, Source: neighProfileSource[g.profile]}, err
+	return observe.NeighProfile{Name: g.profile, Timers: t, Source: neighProfileSource[g.profile]}, err
 }
 
-func (g *Netns) NeighTimers(_ context.Context) (platform.NeighTimers, error) {
-	var t platform.NeighTimers
+func (g *Netns) NeighTimers(_ context.Context) (observe.NeighTimers, error) {
+	var t observe.NeighTimers
 	err := nsexec.Do(g.ns.Path, func() error {
 		var err error
 		t, err = timersFrom(func(k string) (int, error) {
@@ -127,16 +127,16 @@ func (g *Netns) NeighTimers(_ context.Context) (platform.NeighTimers, error) {
 	return t, err
 }
 
-func timersFrom(read func(key string) (int, error)) (platform.NeighTimers, error) {
+func timersFrom(read func(key string) (int, error)) (observe.NeighTimers, error) {
 	vals := map[string]int{}
 	for _, k := range []string{"base_reachable_time_ms", "delay_first_probe_time", "retrans_time_ms", "ucast_solicit", "mcast_solicit", "mcast_resolicit", "gc_stale_time"} {
 		v, err := read(k)
 		if err != nil {
-			return platform.NeighTimers{}, fmt.Errorf("neigh %s: %w", k, err)
+			return observe.NeighTimers{}, fmt.Errorf("neigh %s: %w", k, err)
 		}
 		vals[k] = v
 	}
-	return platform.NeighTimers{
+	return observe.NeighTimers{
 		BaseReachable:   time.Duration(vals["base_reachable_time_ms"]) * time.Millisecond,
 		DelayFirstProbe: time.Duration(vals["delay_first_probe_time"]) * time.Second,
 		RetransTime:     time.Duration(vals["retrans_time_ms"]) * time.Millisecond,
@@ -147,7 +147,7 @@ func timersFrom(read func(key string) (int, error)) (platform.NeighTimers, error
 	}, nil
 }
 
-func (g *Netns) StartPing(_ context.Context, dst netip.Addr, interval time.Duration) (platform.PingStream, error) {
+func (g *Netns) StartPing(_ context.Context, dst netip.Addr, interval time.Duration) (observe.PingStream, error) {
 	return probe.StartStream(g.ns.Path, dst, interval, streamLinger)
 }
 
@@ -161,20 +161,20 @@ type Vendor struct{ Addr netip.Addr }
 func (v Vendor) Address() netip.Addr            { return v.Addr }
 func (v Vendor) OtherVLANAddress() netip.Addr   { return netip.Addr{} }
 func (v Vendor) OtherVLANPoint() evidence.Point { return evidence.Point{} }
-func (v Vendor) Ping(context.Context, netip.Addr, ...platform.PingOption) (platform.PingResult, error) {
-	return platform.PingResult{}, fmt.Errorf("ping from the vendor's gateway: %w", platform.ErrNotObservable)
+func (v Vendor) Ping(context.Context, netip.Addr, ...observe.PingOption) (observe.PingResult, error) {
+	return observe.PingResult{}, fmt.Errorf("ping from the vendor's gateway: %w", evidence.ErrNotObservable)
 }
-func (v Vendor) Neighbor(context.Context, netip.Addr) (platform.Neighbor, error) {
-	return platform.Neighbor{}, fmt.Errorf("the vendor gateway's neighbour table: %w", platform.ErrNotObservable)
+func (v Vendor) Neighbor(context.Context, netip.Addr) (evidence.Neighbor, error) {
+	return evidence.Neighbor{}, fmt.Errorf("the vendor gateway's neighbour table: %w", evidence.ErrNotObservable)
 }
-func (v Vendor) NeighTimers(context.Context) (platform.NeighTimers, error) {
-	return platform.NeighTimers{}, fmt.Errorf("the vendor gateway's timers: %w", platform.ErrNotObservable)
+func (v Vendor) NeighTimers(context.Context) (observe.NeighTimers, error) {
+	return observe.NeighTimers{}, fmt.Errorf("the vendor gateway's timers: %w", evidence.ErrNotObservable)
 }
-func (v Vendor) NeighProfile(context.Context) (platform.NeighProfile, error) {
-	return platform.NeighProfile{}, fmt.Errorf("the vendor gateway's timers are not the suite's to declare: %w", platform.ErrNotObservable)
+func (v Vendor) NeighProfile(context.Context) (observe.NeighProfile, error) {
+	return observe.NeighProfile{}, fmt.Errorf("the vendor gateway's timers are not the suite's to declare: %w", evidence.ErrNotObservable)
 }
-func (v Vendor) StartPing(context.Context, netip.Addr, time.Duration) (platform.PingStream, error) {
-	return nil, fmt.Errorf("ping from the vendor's gateway: %w", platform.ErrNotObservable)
+func (v Vendor) StartPing(context.Context, netip.Addr, time.Duration) (observe.PingStream, error) {
+	return nil, fmt.Errorf("ping from the vendor's gateway: %w", evidence.ErrNotObservable)
 }
 
 // reachableTime asks the neighbour table (RTM_GETNEIGHTBL, as `ip ntable`

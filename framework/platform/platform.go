@@ -7,17 +7,15 @@ package platform
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"time"
 
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/evidence"
+	"github.com/cozystack/vlan-conformance/framework/observe"
 )
-
-// ErrNotObservable is returned for an observation a tier cannot make (for
-// example, the suite cannot drive a vendor's real gateway). Specs skip with it.
-var ErrNotObservable = evidence.ErrNotObservable
 
 // Platform is one place the specs run: its nodes, the upstream gateway, and
 // the VMs it starts.
@@ -142,147 +140,89 @@ type Route struct {
 // Neighbor is one neighbour-table entry.
 type Neighbor = evidence.Neighbor
 
-// NeighTimers are the neighbour-table settings that bound how long a stale
-// entry can survive (net.ipv4.neigh.<if>.*).
-type NeighTimers struct {
-	BaseReachable   time.Duration
-	DelayFirstProbe time.Duration
-	RetransTime     time.Duration
-	UcastSolicit    int
-	GCStaleTime     time.Duration
-	McastSolicit    int // broadcast probes when resolving afresh
-	McastResolicit  int // broadcast probes after the unicast ones in PROBE (0: none)
-	// ReachableTime is the REACHABLE lifetime the kernel drew for the
-	// interface, uniformly from [BaseReachable/2, 3*BaseReachable/2); 0
-	// when unknown (it is not a sysctl: the neighbour table reports it).
-	ReachableTime time.Duration
-}
+// What probes report and how they are asked (framework/observe), under
+// the names specs use.
+type (
+	NeighTimers  = observe.NeighTimers
+	NeighProfile = observe.NeighProfile
+	Probe        = observe.Probe
+	PingStream   = observe.PingStream
+	PingResult   = observe.PingResult
+	PingOptions  = observe.PingOptions
+	PingOption   = observe.PingOption
+)
 
-// NeighProfile is a named set of neighbour timers a fixture declares for
-// a gateway; specs derive their bounds from it, never from what the
-// gateway happens to run.
-type NeighProfile struct {
-	Name   string // "tuned", "default"
-	Timers NeighTimers
-	Source string // where the values come from, for the report
-}
+func WithCount(n int) PingOption              { return observe.WithCount(n) }
+func WithInterval(d time.Duration) PingOption { return observe.WithInterval(d) }
+func WithTimeout(d time.Duration) PingOption  { return observe.WithTimeout(d) }
+func WithPayload(n int) PingOption            { return observe.WithPayload(n) }
+func WithDontFragment() PingOption            { return observe.WithDontFragment() }
+func ViaInterface(name string) PingOption     { return observe.ViaInterface(name) }
 
 // FDBEntry is one entry of a bridge's forwarding database.
-type FDBEntry struct {
-	MAC   net.HardwareAddr
-	Port  string // the bridge port the MAC sits behind
-	Local bool   // the bridge's or a port's own address, not learned
-}
-
-// Probe is one echo request of a PingStream.
-type Probe struct {
-	Seq   int
-	Sent  time.Time
-	Reply time.Time // zero when no reply came back
-	Err   error     // a local send error, nil otherwise
-}
-
-// Answered reports whether the probe's reply came back.
-func (p Probe) Answered() bool { return !p.Reply.IsZero() }
-
-// PingStream is a continuous ping: one echo request every interval, sent
-// whether or not the previous one was answered.
-type PingStream interface {
-	// Probes returns what has been sent so far.
-	Probes() []Probe
-	// Stop stops sending, waits briefly for outstanding replies and returns
-	// every probe. Calling it again returns the same probes.
-	Stop() []Probe
-}
-
-// PingResult is what one ping run observed.
-type PingResult struct {
-	Sent, Received int
-	Replies        []time.Time
-	Err            error // a local send error (e.g. EMSGSIZE), nil otherwise
-}
-
-// Succeeded reports whether at least one reply came back.
-func (r PingResult) Succeeded() bool { return r.Received > 0 }
-
-// PingOptions tune a ping.
-type PingOptions struct {
-	Count    int
-	Interval time.Duration
-	Timeout  time.Duration // per reply
-	Size     int           // ICMP payload bytes
-	DontFrag bool
-	Iface    string // bind to this interface
-}
-
-type PingOption func(*PingOptions)
-
-func WithCount(n int) PingOption              { return func(o *PingOptions) { o.Count = n } }
-func WithInterval(d time.Duration) PingOption { return func(o *PingOptions) { o.Interval = d } }
-func WithTimeout(d time.Duration) PingOption  { return func(o *PingOptions) { o.Timeout = d } }
-func WithPayload(n int) PingOption            { return func(o *PingOptions) { o.Size = n } }
-func WithDontFragment() PingOption            { return func(o *PingOptions) { o.DontFrag = true } }
-func ViaInterface(name string) PingOption     { return func(o *PingOptions) { o.Iface = name } }
-
-// NewPingOptions applies opts over the defaults (3 probes, 200 ms apart, 1 s
-// timeout, 56 bytes).
-func NewPingOptions(opts ...PingOption) PingOptions {
-	o := PingOptions{Count: 3, Interval: 200 * time.Millisecond, Timeout: time.Second, Size: 56}
-	for _, f := range opts {
-		f(&o)
-	}
-	return o
-}
+type FDBEntry = evidence.FDBEntry
 
 // The platform of a run is built on first use, so specs that need no
-// network (the stager's) run even where the fabric cannot be built.
-type facade struct {
-	Platform
-	cfg   *config.Config
-	build func(context.Context) (Platform, error)
-	err   error
+// network (the stager's) run even where the fabric cannot be built. Until
+// then only its configuration exists: kept apart from the platform, never
+// behind a Platform that is not there yet.
+type run struct {
+	cfg      *config.Config
+	build    func(context.Context) (Platform, error)
+	platform Platform
+	err      error
 }
 
-func (f *facade) Config() *config.Config { return f.cfg }
+var current *run
 
-var current *facade
+// ErrNotConfigured is what a spec gets when the suite's main never called
+// Configure.
+var ErrNotConfigured = errors.New("no run configuration: the suite's main must call platform.Configure before the specs run")
 
 // Configure installs the run's configuration and how to build its platform;
 // the suite's main calls it before any spec runs.
 func Configure(cfg *config.Config, build func(context.Context) (Platform, error)) {
-	current = &facade{cfg: cfg, build: build}
+	current = &run{cfg: cfg, build: build}
 }
 
-// Current is the platform of this run. Its Config is always available; the
-// rest only after Ready.
-func Current() Platform { return current }
+// RunConfig is the run's configuration, available before (and without)
+// building the platform.
+func RunConfig() (*config.Config, error) {
+	if current == nil || current.cfg == nil {
+		return nil, ErrNotConfigured
+	}
+	return current.cfg, nil
+}
 
 // Ready builds the platform once (fabric, nodes, gateway) and returns it.
 func Ready(ctx context.Context) (Platform, error) {
-	if current.Platform == nil && current.err == nil {
-		current.Platform, current.err = current.build(ctx)
+	if current == nil {
+		return nil, ErrNotConfigured
+	}
+	if current.platform == nil && current.err == nil {
+		current.platform, current.err = current.build(ctx)
 	}
 	if current.err != nil {
 		return nil, current.err
 	}
-	return current, nil
+	return current.platform, nil
 }
 
 // Built returns the platform if Ready has built it.
 func Built() (Platform, bool) {
-	if current == nil || current.Platform == nil {
+	if current == nil || current.platform == nil {
 		return nil, false
 	}
-	return current, true
+	return current.platform, true
 }
 
 // Shutdown removes what the platform created, if it was built.
 func Shutdown(ctx context.Context) error {
-	if current == nil || current.Platform == nil {
+	p, ok := Built()
+	if !ok {
 		return nil
 	}
-	p := current.Platform
-	current.Platform = nil
+	current.platform = nil
 	return p.Close(ctx)
 }
 
@@ -291,7 +231,7 @@ func Shutdown(ctx context.Context) error {
 // run in SynchronizedBeforeSuite); the lab stays lazy, so specs that need no
 // network run where its fabric cannot be built.
 func Provision(ctx context.Context) error {
-	if current == nil || current.cfg == nil || current.cfg.Tier != "cluster" {
+	if cfg, err := RunConfig(); err != nil || cfg.Tier != "cluster" {
 		return nil
 	}
 	_, err := Ready(ctx)
@@ -302,9 +242,6 @@ func Provision(ctx context.Context) error {
 // As[KubeVMs](p): specs check a capability and skip without it, never the
 // tier's name.
 func As[T any](p Platform) (T, bool) {
-	if f, ok := p.(*facade); ok {
-		p = f.Platform
-	}
 	t, ok := p.(T)
 	return t, ok
 }
@@ -345,7 +282,7 @@ type CNIStaging interface {
 	// SetStaging renders the Multus DaemonSet with staging on or off
 	// (networking.stageCniPlugins), rolls it out on every node and returns
 	// the init containers of the pod template as the API server holds it
-	// afterwards. ErrNotObservable where the suite does not own Multus.
+	// afterwards. evidence.ErrNotObservable where the suite does not own Multus.
 	SetStaging(ctx context.Context, on bool) (initContainers []string, err error)
 	// CNIBin reads a node's /opt/cni/bin: file name -> state.
 	CNIBin(ctx context.Context, n Node) (map[string]FileState, error)

@@ -17,7 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cozystack/vlan-conformance/framework/nsexec"
-	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/observe"
 )
 
 var echoID atomic.Uint32
@@ -27,8 +27,8 @@ func init() { echoID.Store(uint32(os.Getpid()) & 0x7fff) }
 // Ping sends o.Count echo requests to dst from the namespace at nsPath and
 // counts the replies. A local send error (e.g. EMSGSIZE for a DF packet
 // larger than the interface MTU) is reported in the result, not as err.
-func Ping(ctx context.Context, nsPath string, dst netip.Addr, opts ...platform.PingOption) (platform.PingResult, error) {
-	o := platform.NewPingOptions(opts...)
+func Ping(ctx context.Context, nsPath string, dst netip.Addr, opts ...observe.PingOption) (observe.PingResult, error) {
+	o := observe.NewPingOptions(opts...)
 	var fd int
 	err := nsexec.Do(nsPath, func() error {
 		var err error
@@ -54,12 +54,12 @@ func Ping(ctx context.Context, nsPath string, dst netip.Addr, opts ...platform.P
 		if fd > 0 {
 			unix.Close(fd)
 		}
-		return platform.PingResult{}, err
+		return observe.PingResult{}, err
 	}
 	defer unix.Close(fd)
 
 	id := int(echoID.Add(1) & 0xffff)
-	res := platform.PingResult{}
+	res := observe.PingResult{}
 	to := &unix.SockaddrInet4{Addr: dst.As4()}
 	payload := make([]byte, o.Size)
 	buf := make([]byte, 65536)

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cozystack/vlan-conformance/framework/nsexec"
-	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/observe"
 )
 
 // maxStreamProbes bounds a stream by the 16-bit echo sequence number (at
@@ -32,16 +32,16 @@ type Stream struct {
 	linger   time.Duration
 
 	mu     sync.Mutex
-	probes []platform.Probe
+	probes []observe.Probe
 
 	stop     chan struct{}
 	stopOnce sync.Once
 	sent     chan struct{} // closed when the sender has finished
 	received chan struct{} // closed when the receiver has finished
-	final    []platform.Probe
+	final    []observe.Probe
 }
 
-var _ platform.PingStream = (*Stream)(nil)
+var _ observe.PingStream = (*Stream)(nil)
 
 // StartStream opens a raw ICMP socket in the namespace at nsPath and pings
 // dst every interval until Stop. Stop waits up to linger for the replies
@@ -87,7 +87,7 @@ func (s *Stream) send() {
 		// complete inside sendto (veth hands the frame to a softirq that
 		// runs before sendto returns), and the reply must find its probe.
 		s.mu.Lock()
-		s.probes = append(s.probes, platform.Probe{Seq: seq, Sent: time.Now()})
+		s.probes = append(s.probes, observe.Probe{Seq: seq, Sent: time.Now()})
 		s.mu.Unlock()
 		if err == nil {
 			err = unix.Sendto(s.fd, wb, 0, to)
@@ -161,15 +161,15 @@ func (s *Stream) allAnswered() bool {
 }
 
 // Probes returns a copy of what has been sent so far.
-func (s *Stream) Probes() []platform.Probe {
+func (s *Stream) Probes() []observe.Probe {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]platform.Probe(nil), s.probes...)
+	return append([]observe.Probe(nil), s.probes...)
 }
 
 // Stop stops sending, lets the last replies land (up to linger) and
 // closes the socket.
-func (s *Stream) Stop() []platform.Probe {
+func (s *Stream) Stop() []observe.Probe {
 	s.stopOnce.Do(func() {
 		close(s.stop)
 		<-s.sent

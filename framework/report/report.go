@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -63,16 +63,8 @@ func ReadJUnit(path string) ([]TestCase, error) {
 	return out, nil
 }
 
-var idRE = regexp.MustCompile(`\[((?:VLAN|STG|ARP)-\d\d)\]`)
-
 // ClaimIDs lists the claim IDs a test case names in brackets.
-func ClaimIDs(name string) []string {
-	var ids []string
-	for _, m := range idRE.FindAllStringSubmatch(name, -1) {
-		ids = append(ids, m[1])
-	}
-	return ids
-}
+func ClaimIDs(name string) []string { return claims.IDs(name) }
 
 // Verdict of one claim.
 type Verdict struct {
@@ -92,7 +84,7 @@ func Verdicts(cases []TestCase, reportDir string) []Verdict {
 		v := Verdict{Claim: c, Verdict: "not run"}
 		var failure, skip string
 		for _, tc := range cases {
-			if !contains(ClaimIDs(tc.Name), c.ID) {
+			if !slices.Contains(ClaimIDs(tc.Name), c.ID) {
 				continue
 			}
 			switch {
@@ -201,15 +193,6 @@ func WriteSelftest(dir string, outcomes []ControlOutcome) error {
 		fmt.Fprintf(&m, "| %s | %s | %s | %s | %s |\n", o.Claim, o.Control, o.Description, verdict, strings.ReplaceAll(spec, "|", "\\|"))
 	}
 	return os.WriteFile(filepath.Join(dir, "selftest.md"), []byte(m.String()), 0o644)
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 func firstLine(s string) string {

@@ -134,7 +134,7 @@ var _ = Describe("Re-creating a VM on VLAN 100", labels.ARP, Ordered, ContinueOn
 			limit = bound.Total()
 			tl.note("declared gateway timers, profile %q (%s): %s", declared.Name, declared.Source, describeTimers(declared.Timers))
 			tl.note("bound they imply: %s", bound.Formula())
-		case errors.Is(err, platform.ErrNotObservable):
+		case errors.Is(err, evidence.ErrNotObservable):
 			tl.note("no declared timers (%v): measured up to %s, not bounded", err, secs(vendorLimit))
 		default:
 			Expect(err).NotTo(HaveOccurred(), "the declared neighbour timers")

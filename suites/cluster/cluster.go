@@ -114,7 +114,7 @@ var _ = Describe("Multus with stageCniPlugins: false", labels.Cluster, Ordered, 
 		// The run's other specs expect the stager as the run configured it.
 		DeferCleanup(func(ctx SpecContext) {
 			_, err := s.SetStaging(ctx, true)
-			if !errors.Is(err, platform.ErrNotObservable) {
+			if !errors.Is(err, evidence.ErrNotObservable) {
 				Expect(err).NotTo(HaveOccurred(), "turning staging back on")
 			}
 		})

@@ -12,7 +12,6 @@ package stager
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -35,23 +34,7 @@ const (
 
 // runConfig is the run's configuration. The stager specs need nothing else
 // of the platform: no fabric is built for them.
-func runConfig() (cfg *config.Config, err error) {
-	defer func() {
-		if recover() != nil {
-			cfg, err = nil, errNoPlatform
-		}
-	}()
-	p := platform.Current()
-	if p == nil {
-		return nil, errNoPlatform
-	}
-	if cfg = p.Config(); cfg == nil {
-		return nil, errNoPlatform
-	}
-	return cfg, nil
-}
-
-var errNoPlatform = errors.New("no run configuration: the suite's main must call platform.Configure before the specs run")
+func runConfig() (*config.Config, error) { return platform.RunConfig() }
 
 // newLab builds a lab from the run's flags; it is removed when the
 // container is done.

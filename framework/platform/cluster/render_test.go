@@ -9,6 +9,8 @@ import (
 
 	"github.com/cozystack/vlan-conformance/fixtures"
 	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/workload"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under fixtures/cluster")
@@ -37,10 +39,10 @@ func guideExample() platform.VMSpec {
 	return platform.VMSpec{Name: "vm-a", Namespace: "tenant-example", Networks: []string{"vlan100"}, CloudInit: fixtures.CloudInit("203.0.113.10/24")}
 }
 
-var testImage = GuestImage{Image: "quay.io/containerdisks/ubuntu:24.04", User: "ubuntu", Password: "vcf-conformance"}
+var testImage = workload.GuestImage{Image: "quay.io/containerdisks/ubuntu:24.04", User: "ubuntu", Password: "vcf-conformance"}
 
 func TestRenderedVMHasTheChartsShape(t *testing.T) {
-	r := renderVM(guideExample(), testImage, "vcf-worker")
+	r := workload.RenderVM(guideExample(), testImage, "vcf-worker")
 	v := r.VM
 	if v.Name != "vm-instance-vm-a" || v.Namespace != "tenant-example" {
 		t.Fatalf("name %s/%s", v.Namespace, v.Name)
@@ -82,9 +84,9 @@ func TestRenderedVMHasTheChartsShape(t *testing.T) {
 	}
 	// Re-created from the same spec: the same objects, so only KubeVirt's
 	// MAC allocation can differ (ARP-01).
-	again := renderVM(guideExample(), testImage, "vcf-worker")
-	a, _ := toYAML(r.VM)
-	b, _ := toYAML(again.VM)
+	again := workload.RenderVM(guideExample(), testImage, "vcf-worker")
+	a, _ := kube.ToYAML(r.VM)
+	b, _ := kube.ToYAML(again.VM)
 	if a != b {
 		t.Fatal("rendering must be deterministic")
 	}
@@ -93,17 +95,17 @@ func TestRenderedVMHasTheChartsShape(t *testing.T) {
 func TestPinnedMAC(t *testing.T) {
 	spec := guideExample()
 	spec.MAC = "02:00:00:00:00:0a"
-	ifs := renderVM(spec, testImage, "").VM.Spec.Template.Spec.Domain.Devices.Interfaces
+	ifs := workload.RenderVM(spec, testImage, "").VM.Spec.Template.Spec.Domain.Devices.Interfaces
 	if ifs[1].MacAddress != spec.MAC || ifs[0].MacAddress != "" {
 		t.Fatalf("the pinned MAC goes on the VLAN interface only: %+v", ifs)
 	}
 }
 
 func TestGuideObjectsGolden(t *testing.T) {
-	r := renderVM(guideExample(), testImage, "vcf-worker")
+	r := workload.RenderVM(guideExample(), testImage, "vcf-worker")
 	var b strings.Builder
-	for _, o := range []any{renderNamespace("tenant-example"), renderNAD("tenant-example", platform.NAD{Name: "vlan100", Config: fixtures.NAD("vlan100-bridge")}), r.Secret, r.VM} {
-		y, err := toYAML(o)
+	for _, o := range []any{kube.RenderNamespace("tenant-example"), kube.RenderNAD("tenant-example", platform.NAD{Name: "vlan100", Config: fixtures.NAD("vlan100-bridge")}), r.Secret, r.VM} {
+		y, err := kube.ToYAML(o)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,9 +18,14 @@ import (
 	kvfake "kubevirt.io/client-go/kubevirt/fake"
 
 	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kubevirt"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/multus"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/wait"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/workload"
 )
 
-func init() { pollInterval = 10 * time.Millisecond }
+func init() { wait.PollInterval = 10 * time.Millisecond }
 
 func defaultTimeouts(t *testing.T) map[string]time.Duration {
 	t.Helper()
@@ -38,34 +43,34 @@ func readyNode(name string) *corev1.Node {
 
 func rolledOutMultus() *appsv1.DaemonSet {
 	return &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: multusDaemonSet, Namespace: multusNamespace, Generation: 1},
+		ObjectMeta: metav1.ObjectMeta{Name: multus.DaemonSet, Namespace: multus.Namespace, Generation: 1},
 		Status:     appsv1.DaemonSetStatus{ObservedGeneration: 1, DesiredNumberScheduled: 3, UpdatedNumberScheduled: 3, NumberReady: 3},
 	}
 }
 
 func availableKubeVirt() *kubevirtv1.KubeVirt {
 	return &kubevirtv1.KubeVirt{
-		ObjectMeta: metav1.ObjectMeta{Name: kubevirtName, Namespace: kubevirtNamespace},
+		ObjectMeta: metav1.ObjectMeta{Name: kubevirt.Name, Namespace: kubevirt.Namespace},
 		Status: kubevirtv1.KubeVirtStatus{Phase: kubevirtv1.KubeVirtPhaseDeployed, Conditions: []kubevirtv1.KubeVirtCondition{
 			{Type: kubevirtv1.KubeVirtConditionAvailable, Status: corev1.ConditionTrue},
 		}},
 	}
 }
 
-func fakes(kube []runtime.Object, kv []runtime.Object, nads []runtime.Object) clients {
-	c := clients{kube: kubefake.NewSimpleClientset(kube...), kv: kvfake.NewSimpleClientset(kv...), nad: nadfake.NewSimpleClientset()}
+func fakes(objs []runtime.Object, kv []runtime.Object, nads []runtime.Object) *kube.Clients {
+	c := &kube.Clients{Kube: kubefake.NewSimpleClientset(objs...), KubeVirt: kvfake.NewSimpleClientset(kv...), NAD: nadfake.NewSimpleClientset()}
 	// Through the typed client: the NAD fake's tracker would file seeded
 	// objects under a resource name its own client does not ask for.
 	for _, o := range nads {
 		n := o.(*nadv1.NetworkAttachmentDefinition)
-		if _, err := c.nad.K8sCniCncfIoV1().NetworkAttachmentDefinitions(n.Namespace).Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
+		if _, err := c.NAD.K8sCniCncfIoV1().NetworkAttachmentDefinitions(n.Namespace).Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
 			panic(err)
 		}
 	}
 	return c
 }
 
-func stageNames(ss []Stage) []string {
+func stageNames(ss []wait.Stage) []string {
 	var out []string
 	for _, s := range ss {
 		out = append(out, s.Name)
@@ -76,7 +81,7 @@ func stageNames(ss []Stage) []string {
 func TestStagesOrderAndTimeouts(t *testing.T) {
 	timeouts := defaultTimeouts(t)
 	c := fakes(nil, nil, nil)
-	setup, perVM := setupStages(c, timeouts), vmStages(c, timeouts, "tenant-example", "vm-instance-vm-a", []string{"vlan100"})
+	setup, perVM := setupStages(c, timeouts), workload.VMStages(c, timeouts, "tenant-example", "vm-instance-vm-a", []string{"vlan100"})
 	got := strings.Join(append(stageNames(setup), stageNames(perVM)...), ",")
 	if got != "nodes,multus,kubevirt,nad,vmi" {
 		t.Fatalf("stage order: %s", got)
@@ -101,7 +106,7 @@ func TestStagesOrderAndTimeouts(t *testing.T) {
 
 func TestSetupStagesPassOnAReadyCluster(t *testing.T) {
 	c := fakes([]runtime.Object{readyNode("vcf-control-plane"), readyNode("vcf-worker"), rolledOutMultus()}, []runtime.Object{availableKubeVirt()}, nil)
-	if err := WaitAll(context.Background(), setupStages(c, defaultTimeouts(t))); err != nil {
+	if err := wait.All(context.Background(), setupStages(c, defaultTimeouts(t))); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -117,7 +122,7 @@ func TestEachStageFailsUnderItsOwnName(t *testing.T) {
 	pending.Status.Conditions[0].Reason = "DeploymentInProgress"
 	for _, tc := range []struct {
 		name      string
-		c         clients
+		c         *kube.Clients
 		stage     string
 		timeout   time.Duration
 		statusHas string
@@ -126,8 +131,8 @@ func TestEachStageFailsUnderItsOwnName(t *testing.T) {
 		{"no Multus", fakes([]runtime.Object{readyNode("vcf-worker")}, nil, nil), "multus", short["multus"], "no Multus DaemonSet found"},
 		{"KubeVirt deploying", fakes([]runtime.Object{readyNode("vcf-worker"), rolledOutMultus()}, []runtime.Object{pending}, nil), "kubevirt", short["kubevirt"], "DeploymentInProgress"},
 	} {
-		err := WaitAll(context.Background(), setupStages(tc.c, short))
-		var se *StageError
+		err := wait.All(context.Background(), setupStages(tc.c, short))
+		var se *wait.StageError
 		if !errors.As(err, &se) || se.Stage != tc.stage || se.Timeout != tc.timeout || !strings.Contains(se.Status, tc.statusHas) {
 			t.Errorf("%s: got %v; want stage %s after %s with status containing %q", tc.name, err, tc.stage, tc.timeout, tc.statusHas)
 		}
@@ -148,14 +153,14 @@ func TestVMStages(t *testing.T) {
 	}
 	t.Run("ready", func(t *testing.T) {
 		c := fakes(nil, []runtime.Object{ready}, []runtime.Object{nad})
-		if err := WaitAll(context.Background(), vmStages(c, short, "tenant-example", "vm-instance-vm-a", []string{"vlan100"})); err != nil {
+		if err := wait.All(context.Background(), workload.VMStages(c, short, "tenant-example", "vm-instance-vm-a", []string{"vlan100"})); err != nil {
 			t.Fatal(err)
 		}
 	})
 	t.Run("no NAD in the namespace", func(t *testing.T) {
 		c := fakes(nil, []runtime.Object{ready}, nil)
-		err := WaitAll(context.Background(), vmStages(c, short, "tenant-example", "vm-instance-vm-a", []string{"vlan100"}))
-		var se *StageError
+		err := wait.All(context.Background(), workload.VMStages(c, short, "tenant-example", "vm-instance-vm-a", []string{"vlan100"}))
+		var se *wait.StageError
 		if !errors.As(err, &se) || se.Stage != "nad" || !strings.Contains(se.Status, "vlan100") {
 			t.Fatalf("got %v", err)
 		}
@@ -169,10 +174,10 @@ func TestVMStages(t *testing.T) {
 		}
 		pending := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "vm-instance-vm-a", Namespace: "tenant-other"}, Status: kubevirtv1.VirtualMachineInstanceStatus{Phase: kubevirtv1.Pending}}
 		c := fakes([]runtime.Object{ev}, []runtime.Object{pending}, nil)
-		s := vmStages(c, map[string]time.Duration{"vmi": time.Hour}, "tenant-other", "vm-instance-vm-a", nil)[1]
+		s := workload.VMStages(c, map[string]time.Duration{"vmi": time.Hour}, "tenant-other", "vm-instance-vm-a", nil)[1]
 		start := time.Now()
 		err := s.Wait(context.Background())
-		var se *StageError
+		var se *wait.StageError
 		if !errors.As(err, &se) || se.Stage != "vmi" || se.Err == nil || !strings.Contains(err.Error(), "tenant-other/vlan100") {
 			t.Fatalf("got %v", err)
 		}

@@ -7,9 +7,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
-
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/platform"
@@ -72,37 +69,11 @@ func (n *node) WithoutPlugin(_ context.Context, plugin string) (func() error, er
 	return func() error { return os.Symlink(target, p) }, nil
 }
 
-// BridgeFDB lists what br100 has learned or owns, per port (netlink,
-// AF_BRIDGE: what `bridge fdb show br br100` prints).
+// BridgeFDB lists what br100 has learned or owns, per port.
 func (n *node) BridgeFDB(_ context.Context) ([]platform.FDBEntry, error) {
-	h := n.fab.Handle
-	br, err := h.LinkByName(fabric.BridgeName)
+	out, err := evidence.ReadBridgeFDB(n.fab.Handle, fabric.BridgeName)
 	if err != nil {
-		return nil, fmt.Errorf("node %s has no %s: %w", n.Name(), fabric.BridgeName, err)
-	}
-	list, err := h.NeighList(0, unix.AF_BRIDGE)
-	if err != nil {
-		return nil, fmt.Errorf("%s FDB on %s: %w", fabric.BridgeName, n.Name(), err)
-	}
-	names := map[int]string{}
-	var out []platform.FDBEntry
-	for _, e := range list {
-		if e.MasterIndex != br.Attrs().Index || len(e.HardwareAddr) != 6 {
-			continue
-		}
-		port, ok := names[e.LinkIndex]
-		if !ok {
-			if l, err := h.LinkByIndex(e.LinkIndex); err == nil {
-				port = l.Attrs().Name
-			} else {
-				port = fmt.Sprintf("ifindex %d", e.LinkIndex)
-			}
-			names[e.LinkIndex] = port
-		}
-		out = append(out, platform.FDBEntry{
-			MAC: e.HardwareAddr, Port: port,
-			Local: e.State&netlink.NUD_PERMANENT != 0,
-		})
+		return nil, fmt.Errorf("node %s: %w", n.Name(), err)
 	}
 	return out, nil
 }

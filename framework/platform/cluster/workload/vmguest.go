@@ -1,4 +1,4 @@
-package cluster
+package workload
 
 import (
 	"context"
@@ -12,15 +12,15 @@ import (
 	"time"
 
 	"github.com/cozystack/vlan-conformance/framework/evidence"
+	"github.com/cozystack/vlan-conformance/framework/observe"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/console"
 )
 
-// guest is a KubeVirt VM seen through its serial console. Its VLAN NIC is
+// vmGuest is a KubeVirt VM seen through its serial console. Its VLAN NIC is
 // the one whose MAC the VMI status gives for the NAD's network, found in
 // the guest by that MAC, never by name.
-type guest struct {
-	c          *Cluster
+type vmGuest struct {
 	spec       platform.VMSpec
 	node       platform.Node
 	vmName     string
@@ -34,12 +34,12 @@ type guest struct {
 
 const cmdTimeout = 30 * time.Second
 
-func (g *guest) run(ctx context.Context, cmd string) (string, int, error) {
+func (g *vmGuest) run(ctx context.Context, cmd string) (string, int, error) {
 	return g.con.Run(ctx, cmd, cmdTimeout)
 }
 
 // must runs a command that has to succeed.
-func (g *guest) must(ctx context.Context, cmd string) (string, error) {
+func (g *vmGuest) must(ctx context.Context, cmd string) (string, error) {
 	out, code, err := g.run(ctx, cmd)
 	if err != nil {
 		return "", fmt.Errorf("guest %s: %w", g.spec.Name, err)
@@ -50,17 +50,17 @@ func (g *guest) must(ctx context.Context, cmd string) (string, error) {
 	return out, nil
 }
 
-func (g *guest) Name() string                    { return g.spec.Name }
-func (g *guest) Node() platform.Node             { return g.node }
-func (g *guest) MAC() net.HardwareAddr           { return g.status.VLANMAC }
-func (g *guest) VLANInterface() string           { return g.vlanIface }
-func (g *guest) Attachment() platform.Attachment { return g.attachment }
-func (g *guest) Spec() platform.VMSpec           { return g.spec }
+func (g *vmGuest) Name() string                    { return g.spec.Name }
+func (g *vmGuest) Node() platform.Node             { return g.node }
+func (g *vmGuest) MAC() net.HardwareAddr           { return g.status.VLANMAC }
+func (g *vmGuest) VLANInterface() string           { return g.vlanIface }
+func (g *vmGuest) Attachment() platform.Attachment { return g.attachment }
+func (g *vmGuest) Spec() platform.VMSpec           { return g.spec }
 
 // VLANPoint: capturing inside a VM is not possible from the host; the
 // launcher pod's tap device carries exactly the guest's frames, but its
 // namespace is only reachable on a kind node (not wired yet).
-func (g *guest) VLANPoint() evidence.Point {
+func (g *vmGuest) VLANPoint() evidence.Point {
 	return evidence.Point{Label: "guest " + g.spec.Name + " " + g.vlanIface + " (not observable in a cluster)"}
 }
 
@@ -75,7 +75,7 @@ func ifaceByMAC(ipLink string, mac net.HardwareAddr) (string, error) {
 	return "", fmt.Errorf("no interface with MAC %s in the guest:\n%s", mac, ipLink)
 }
 
-func (g *guest) Addresses(ctx context.Context, iface string) ([]netip.Prefix, error) {
+func (g *vmGuest) Addresses(ctx context.Context, iface string) ([]netip.Prefix, error) {
 	out, err := g.must(ctx, "ip -4 -o addr show dev "+iface)
 	if err != nil {
 		return nil, err
@@ -93,7 +93,7 @@ func parseAddrs(out string) []netip.Prefix {
 	return ps
 }
 
-func (g *guest) MTU(ctx context.Context, iface string) (int, error) {
+func (g *vmGuest) MTU(ctx context.Context, iface string) (int, error) {
 	out, err := g.must(ctx, "cat /sys/class/net/"+iface+"/mtu")
 	if err != nil {
 		return 0, err
@@ -101,7 +101,7 @@ func (g *guest) MTU(ctx context.Context, iface string) (int, error) {
 	return strconv.Atoi(strings.TrimSpace(out))
 }
 
-func (g *guest) Routes(ctx context.Context) ([]platform.Route, error) {
+func (g *vmGuest) Routes(ctx context.Context) ([]platform.Route, error) {
 	out, err := g.must(ctx, "ip -4 route show table main")
 	if err != nil {
 		return nil, err
@@ -146,8 +146,8 @@ func parseRoutes(out string) ([]platform.Route, error) {
 	return rs, nil
 }
 
-func (g *guest) Ping(ctx context.Context, dst netip.Addr, opts ...platform.PingOption) (platform.PingResult, error) {
-	o := platform.NewPingOptions(opts...)
+func (g *vmGuest) Ping(ctx context.Context, dst netip.Addr, opts ...platform.PingOption) (platform.PingResult, error) {
+	o := observe.NewPingOptions(opts...)
 	cmd := fmt.Sprintf("ping -n -c %d -i %.3f -W %d -s %d", o.Count, o.Interval.Seconds(), max(1, int(o.Timeout.Seconds())), o.Size)
 	if o.DontFrag {
 		cmd += " -M do"
@@ -179,7 +179,7 @@ func parsePing(out string) platform.PingResult {
 	return r
 }
 
-func (g *guest) Neighbor(ctx context.Context, ip netip.Addr) (platform.Neighbor, error) {
+func (g *vmGuest) Neighbor(ctx context.Context, ip netip.Addr) (platform.Neighbor, error) {
 	out, err := g.must(ctx, "ip -4 neigh show "+ip.String()+" dev "+g.vlanIface)
 	if err != nil {
 		return platform.Neighbor{}, err
@@ -218,12 +218,12 @@ while time.time()<end:
 sys.exit(1)
 `
 
-func (g *guest) installARPTool(ctx context.Context) error {
+func (g *vmGuest) installARPTool(ctx context.Context) error {
 	_, err := g.must(ctx, "echo "+base64.StdEncoding.EncodeToString([]byte(arpTool))+" | base64 -d > /run/vcf-arp.py")
 	return err
 }
 
-func (g *guest) vlanAddr(ctx context.Context) (netip.Addr, error) {
+func (g *vmGuest) vlanAddr(ctx context.Context) (netip.Addr, error) {
 	addrs, err := g.Addresses(ctx, g.vlanIface)
 	if err != nil || len(addrs) == 0 {
 		return netip.Addr{}, fmt.Errorf("guest %s has no address on %s (%v)", g.spec.Name, g.vlanIface, err)
@@ -231,7 +231,7 @@ func (g *guest) vlanAddr(ctx context.Context) (netip.Addr, error) {
 	return addrs[0].Addr(), nil
 }
 
-func (g *guest) ARPProbe(ctx context.Context, ip netip.Addr, timeout time.Duration) (net.HardwareAddr, error) {
+func (g *vmGuest) ARPProbe(ctx context.Context, ip netip.Addr, timeout time.Duration) (net.HardwareAddr, error) {
 	src, err := g.vlanAddr(ctx)
 	if err != nil {
 		return nil, err
@@ -246,7 +246,7 @@ func (g *guest) ARPProbe(ctx context.Context, ip netip.Addr, timeout time.Durati
 	return net.ParseMAC(strings.TrimSpace(out))
 }
 
-func (g *guest) AnnounceGARP(ctx context.Context) error {
+func (g *vmGuest) AnnounceGARP(ctx context.Context) error {
 	src, err := g.vlanAddr(ctx)
 	if err != nil {
 		return err

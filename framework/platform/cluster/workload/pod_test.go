@@ -1,4 +1,4 @@
-package cluster
+package workload
 
 import (
 	"encoding/json"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/cozystack/vlan-conformance/fixtures"
 	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/node"
 )
 
 // The pod workload asks Multus for the NAD by name only (resolved in the
@@ -32,7 +34,7 @@ func TestRenderPod(t *testing.T) {
 			t.Fatalf("selection %v, want [%v]", sel, want)
 		}
 	}
-	if p.Name != "pod-vm-a" || p.Spec.NodeName != "vcf-worker" || p.Labels[OwnedLabel] != "true" || p.Spec.Containers[0].Image != PodImage {
+	if p.Name != "pod-vm-a" || p.Spec.NodeName != "vcf-worker" || p.Labels[kube.OwnedLabel] != "true" || p.Spec.Containers[0].Image != PodImage {
 		t.Fatalf("pod %+v", p)
 	}
 	none, _ := renderPod(platform.VMSpec{Name: "x", Namespace: "n"}, "")
@@ -53,7 +55,7 @@ func TestProcessOf(t *testing.T) {
 	if path == "/" {
 		t.Skip("in the root cgroup: nothing distinctive to look for")
 	}
-	if _, err := processOf([]string{path}); err != nil {
+	if _, err := node.ProcessOf([]string{path}); err != nil {
 		t.Fatalf("own cgroup %q: %v", path, err)
 	}
 	if _, err := podNetns("00000000-0000-0000-0000-000000000000"); err == nil {

@@ -1,26 +1,18 @@
-package cluster
+package workload
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strings"
 
-	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/vm"
 )
-
-// OwnedLabel marks every object the suite creates, so it deletes exactly
-// those afterwards (and a later run sweeps what a killed one left).
-const OwnedLabel = "vlan-conformance.cozystack.io/owned"
-
-func owned() map[string]string { return map[string]string{OwnedLabel: "true"} }
 
 // InstanceName is the VirtualMachine's name for a vm-instance application
 // (the chart's fullname: the release vm-instance-<name>).
@@ -29,7 +21,7 @@ func InstanceName(app string) string { return "vm-instance-" + app }
 // CloudInitSecretName is the chart's Secret carrying the userData.
 func CloudInitSecretName(app string) string { return InstanceName(app) + "-cloud-init" }
 
-// Guest is how the suite reaches the guest image: its default user, and
+// GuestImage is how the suite reaches the guest image: its default user, and
 // the password cloud-init gives it for the serial console.
 type GuestImage struct {
 	Image, User, Password string
@@ -41,7 +33,7 @@ type Rendered struct {
 	VM     *kubevirtv1.VirtualMachine
 }
 
-// renderVM renders a vm-instance application as the chart does for
+// RenderVM renders a vm-instance application as the chart does for
 // `networks: [{name: ...}]` and `cloudInit: |`: interfaces default (bridge)
 // plus one bridge interface per network, networks default (pod) plus one
 // multus network <namespace>/<name> per network, and the cloud-init userData
@@ -49,12 +41,12 @@ type Rendered struct {
 // adds, and why: a containerDisk system disk (no CDI in the suite), the
 // serial-console password appended to the userData, a node selector to place
 // the VM, and its ownership label.
-func renderVM(spec platform.VMSpec, img GuestImage, nodeName string) Rendered {
+func RenderVM(spec platform.VMSpec, img GuestImage, nodeName string) Rendered {
 	name := InstanceName(spec.Name)
 	labels := map[string]string{
 		"app.kubernetes.io/name":     "vm-instance",
 		"app.kubernetes.io/instance": name,
-		OwnedLabel:                   "true",
+		kube.OwnedLabel:              "true",
 	}
 	opts := []vm.Option{
 		vm.WithLabels(labels),
@@ -103,48 +95,4 @@ func stableUUID(namespace, name string) string {
 	sum := sha256.Sum256([]byte(namespace + "-" + name + "-"))
 	h := hex.EncodeToString(sum[:])
 	return fmt.Sprintf("%s-%s-4%s-9%s-%s", h[0:8], h[8:12], h[13:16], h[17:20], h[20:32])
-}
-
-func renderNAD(namespace string, nad platform.NAD) *nadv1.NetworkAttachmentDefinition {
-	return vm.NAD(nad.Name, namespace, nad.Config, vm.Labeled(owned()))
-}
-
-func renderNamespace(name string) *corev1.Namespace { return vm.Namespace(name, vm.Labeled(owned())) }
-
-// toYAML prints an object as `kubectl get -o yaml` would show what was
-// applied: no creationTimestamp: null, no empty status.
-func toYAML(obj any) (string, error) {
-	b, err := json.Marshal(obj)
-	if err != nil {
-		return "", err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return "", err
-	}
-	prune(m)
-	out, err := yaml.Marshal(m)
-	return string(out), err
-}
-
-func prune(m map[string]any) {
-	for k, v := range m {
-		switch v := v.(type) {
-		case nil:
-			if k == "creationTimestamp" {
-				delete(m, k)
-			}
-		case map[string]any:
-			prune(v)
-			if len(v) == 0 && k == "status" {
-				delete(m, k)
-			}
-		case []any:
-			for _, e := range v {
-				if em, ok := e.(map[string]any); ok {
-					prune(em)
-				}
-			}
-		}
-	}
 }

@@ -1,4 +1,4 @@
-package cluster
+package cabling
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/kernel"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/node"
 	"github.com/cozystack/vlan-conformance/framework/probe"
 )
 
@@ -26,8 +27,8 @@ import (
 // It needs root and CONFIG_VLAN_8021Q. Where the kernel lacks it, run it in
 // the lab VM:
 //
-//	go test -c -o bin/cluster.test ./framework/platform/cluster
-//	bin/labvm-smoke -- /work/main/bin/cluster.test -test.run TestCablingNodeContainers -test.v
+//	go test -c -o bin/cabling.test ./framework/platform/cluster/cabling
+//	bin/labvm-smoke -- $PWD/bin/cabling.test -test.run TestCablingNodeContainers -test.v
 func TestCablingNodeContainers(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("cabling needs root (network namespaces, veths)")
@@ -38,14 +39,12 @@ func TestCablingNodeContainers(t *testing.T) {
 	}
 	for _, o := range missing {
 		if o.Name == "CONFIG_VLAN_8021Q" || o.Name == "CONFIG_BRIDGE" || o.Name == "CONFIG_VETH" {
-			t.Skipf("this kernel lacks %s (%s); run this test in the lab VM: go test -c -o bin/cluster.test ./framework/platform/cluster && bin/labvm-smoke -- $PWD/bin/cluster.test -test.run TestCablingNodeContainers -test.v", o.Name, o.Why)
+			t.Skipf("this kernel lacks %s (%s); run this test in the lab VM: go test -c -o bin/cabling.test ./framework/platform/cluster/cabling && bin/labvm-smoke -- $PWD/bin/cabling.test -test.run TestCablingNodeContainers -test.v", o.Name, o.Why)
 		}
 	}
 	cfg := &config.Config{VLAN: 100, OtherVLAN: 200, Subnet: "203.0.113.0/24", Gateway: "203.0.113.1", OtherSubnet: "198.51.100.0/24", OtherGateway: "198.51.100.1", ARPProfile: "tuned"}
-	c, err := newCluster(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := New(cfg)
+	nodes := &node.Set{PIDs: map[string]int{}}
 	names := []string{"vcf-t-worker", "vcf-t-worker2"}
 	for _, n := range names {
 		cmd := exec.Command("sleep", "300")
@@ -54,55 +53,55 @@ func TestCablingNodeContainers(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		c.pids[n] = cmd.Process.Pid
+		nodes.PIDs[n] = cmd.Process.Pid
 	}
 	subnet := netip.MustParsePrefix(cfg.Subnet)
 	var specs []fabric.NodeSpec
 	for i, n := range names {
-		specs = append(specs, fabric.NodeSpec{Name: n, Wiring: fabric.GuideBridge, Address: nodeAddr(subnet, i)})
+		specs = append(specs, fabric.NodeSpec{Name: n, Wiring: fabric.GuideBridge, Address: NodeAddr(subnet, i)})
 	}
-	if err := c.cable(specs, netip.MustParsePrefix("203.0.113.1/24"), netip.MustParsePrefix("198.51.100.1/24"), false); err != nil {
+	if _, err := c.Cable(specs, netip.MustParsePrefix("203.0.113.1/24"), netip.MustParsePrefix("198.51.100.1/24"), false, nodes); err != nil {
 		t.Fatal(err)
 	}
-	defer c.fab.Destroy()
-	for i, n := range c.nodes {
-		h := n.fab.Handle
+	defer c.Close()
+	for i, n := range nodes.Bridge {
+		h := n.Fabric().Handle
 		sub, err := h.LinkByName("uplink.100")
 		if err != nil {
-			t.Fatalf("%s: %v", n.name, err)
+			t.Fatalf("%s: %v", n.Name(), err)
 		}
 		br, err := h.LinkByName("br100")
 		if err != nil {
-			t.Fatalf("%s: %v", n.name, err)
+			t.Fatalf("%s: %v", n.Name(), err)
 		}
 		if v, ok := sub.(*netlink.Vlan); !ok || v.VlanId != 100 || sub.Attrs().MasterIndex != br.Attrs().Index {
-			t.Fatalf("%s: uplink.100 must be VLAN 100 enslaved to br100: %+v", n.name, sub.Attrs())
+			t.Fatalf("%s: uplink.100 must be VLAN 100 enslaved to br100: %+v", n.Name(), sub.Attrs())
 		}
 		addrs, _ := h.AddrList(br, netlink.FAMILY_V4)
-		if len(addrs) != 1 || addrs[0].IPNet.String() != nodeAddr(subnet, i).String() {
-			t.Fatalf("%s: br100 addresses %v", n.name, addrs)
+		if len(addrs) != 1 || addrs[0].IPNet.String() != NodeAddr(subnet, i).String() {
+			t.Fatalf("%s: br100 addresses %v", n.Name(), addrs)
 		}
-		if n.netnsPath() != fmt.Sprintf("/proc/%d/ns/net", c.pids[n.name]) {
+		if n.NetnsPath() != fmt.Sprintf("/proc/%d/ns/net", nodes.PIDs[n.Name()]) {
 			t.Fatalf("the node is reached through its PID's netns")
 		}
-		res, err := probe.Ping(context.Background(), c.fab.Gateway.Path, n.addr.Addr())
+		res, err := probe.Ping(context.Background(), c.GatewayNetns(), n.Address().Addr())
 		if err != nil || !res.Succeeded() {
-			t.Fatalf("the gateway must reach %s at %s over VLAN 100: %+v %v", n.name, n.addr, res, err)
+			t.Fatalf("the gateway must reach %s at %s over VLAN 100: %+v %v", n.Name(), n.Address(), res, err)
 		}
 	}
-	nodes := c.nodes
-	if err := c.fab.Destroy(); err != nil {
+	cabled := nodes.Bridge
+	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range nodes {
-		h, err := netlink.NewHandleAt(mustNS(t, n.netnsPath()), unix.NETLINK_ROUTE)
+	for _, n := range cabled {
+		h, err := netlink.NewHandleAt(mustNS(t, n.NetnsPath()), unix.NETLINK_ROUTE)
 		if err != nil {
 			t.Fatal(err)
 		}
 		links, _ := h.LinkList()
 		for _, l := range links {
 			if l.Attrs().Name != "lo" {
-				t.Errorf("%s: link %s left behind", n.name, l.Attrs().Name)
+				t.Errorf("%s: link %s left behind", n.Name(), l.Attrs().Name)
 			}
 		}
 		h.Close()

@@ -1,4 +1,4 @@
-package cluster
+package cabling
 
 import "github.com/vishvananda/netns"
 

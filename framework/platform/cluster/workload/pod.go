@@ -1,13 +1,11 @@
-package cluster
+package workload
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/vishvananda/netlink"
@@ -20,6 +18,9 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/cloudinit"
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/node"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/wait"
 	"github.com/cozystack/vlan-conformance/framework/platform/nsguest"
 )
 
@@ -52,7 +53,7 @@ type podGuest struct {
 
 func (g *podGuest) Name() string                         { return g.spec.Name }
 func (g *podGuest) Node() platform.Node                  { return g.node }
-func (g *podGuest) MAC() net.HardwareAddr                 { return g.mac }
+func (g *podGuest) MAC() net.HardwareAddr                { return g.mac }
 func (g *podGuest) Attachment() platform.Attachment      { return g.attachment }
 func (g *podGuest) Spec() platform.VMSpec                { return g.spec }
 func (g *podGuest) AnnounceGARP(_ context.Context) error { return g.Announce() }
@@ -85,7 +86,7 @@ func renderPod(spec platform.VMSpec, nodeName string) (*corev1.Pod, error) {
 	zero := int64(0)
 	p := &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{Name: podName(spec.Name), Namespace: spec.Namespace, Labels: owned(),
+		ObjectMeta: metav1.ObjectMeta{Name: podName(spec.Name), Namespace: spec.Namespace, Labels: kube.Owned(),
 			Annotations: map[string]string{"k8s.v1.cni.cncf.io/networks": string(ann)}},
 		Spec: corev1.PodSpec{
 			NodeName:                      nodeName,
@@ -102,9 +103,9 @@ func renderPod(spec platform.VMSpec, nodeName string) (*corev1.Pod, error) {
 
 // podReady: the pod Running, or its sandbox failing for good (the event
 // quotes Multus and the CNI plugin's error).
-func podReady(c clients, ns, name string) func(context.Context) (bool, string, error) {
+func podReady(k *kube.Clients, ns, name string) func(context.Context) (bool, string, error) {
 	return func(ctx context.Context) (bool, string, error) {
-		p, err := c.kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		p, err := k.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, "pod: " + err.Error(), nil
 		}
@@ -112,22 +113,22 @@ func podReady(c clients, ns, name string) func(context.Context) (bool, string, e
 		if p.Status.Phase == corev1.PodRunning {
 			return true, status, nil
 		}
-		evs, err := podEvents(ctx, c, ns, name)
+		evs, err := podEvents(ctx, k, ns, name)
 		if err != nil {
 			return false, status, nil
 		}
-		return false, status, terminalEvent(evs)
+		return false, status, wait.TerminalEvent(evs)
 	}
 }
 
-func podEvents(ctx context.Context, c clients, ns, name string) ([]corev1.Event, error) {
-	return eventsAbout(ctx, c.kube, ns, func(o corev1.ObjectReference) bool { return o.Kind == "Pod" && o.Name == name })
+func podEvents(ctx context.Context, k *kube.Clients, ns, name string) ([]corev1.Event, error) {
+	return wait.Events(ctx, k.Kube, ns, func(o corev1.ObjectReference) bool { return o.Kind == "Pod" && o.Name == name })
 }
 
 // startPod creates the pod workload, waits for it, reads what the CNI
 // plugin left in it, then applies the userData inside it.
-func (c *Cluster) startPod(ctx context.Context, spec platform.VMSpec) (platform.Guest, error) {
-	if err := c.ensureNamespace(ctx, spec.Namespace); err != nil {
+func (w *Workloads) startPod(ctx context.Context, spec platform.VMSpec) (platform.Guest, error) {
+	if err := w.owner.EnsureNamespace(ctx, w.kube, spec.Namespace); err != nil {
 		return nil, err
 	}
 	nodeName := ""
@@ -138,28 +139,25 @@ func (c *Cluster) startPod(ctx context.Context, spec platform.VMSpec) (platform.
 	if err != nil {
 		return nil, err
 	}
-	c.record(spec.Namespace, pod)
-	if _, err := c.c.kube.CoreV1().Pods(spec.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	w.owner.Record(spec.Namespace, pod)
+	if _, err := w.kube.Kube.CoreV1().Pods(spec.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		return nil, err
 	}
-	stages := []Stage{
-		{Name: "nad", What: fmt.Sprintf("NetworkAttachmentDefinitions %v readable in %s", spec.Networks, spec.Namespace), Timeout: c.timeouts["nad"], Check: nadsPresent(c.c.nad, spec.Namespace, spec.Networks)},
-		{Name: "pod", What: fmt.Sprintf("pod %s/%s Running", spec.Namespace, pod.Name), Timeout: c.timeouts["vmi"], Check: podReady(c.c, spec.Namespace, pod.Name)},
+	stages := []wait.Stage{
+		nadStage(w.kube, w.timeouts, spec.Namespace, spec.Networks),
+		{Name: "pod", What: fmt.Sprintf("pod %s/%s Running", spec.Namespace, pod.Name), Timeout: w.timeouts["vmi"], Check: podReady(w.kube, spec.Namespace, pod.Name)},
 	}
-	if err := WaitAll(ctx, stages); err != nil {
+	if err := wait.All(ctx, stages); err != nil {
 		return nil, err
 	}
-	live, err := c.c.kube.CoreV1().Pods(spec.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	live, err := w.kube.Kube.CoreV1().Pods(spec.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
 	g := &podGuest{spec: spec, uid: string(live.UID)}
-	for _, n := range c.allNodes() {
-		if n.name == live.Spec.NodeName {
-			g.node = n
-		}
-	}
-	if g.node == nil {
+	if n := w.nodes.ByName(live.Spec.NodeName); n != nil {
+		g.node = n
+	} else {
 		return nil, fmt.Errorf("pod %s/%s runs on %s, not a node the suite cabled", spec.Namespace, pod.Name, live.Spec.NodeName)
 	}
 	path, err := podNetns(g.uid)
@@ -193,65 +191,38 @@ func (c *Cluster) startPod(ctx context.Context, spec platform.VMSpec) (platform.
 		}
 		evidence.Note("workload", "pod %s/%s on %s: %s %s, MAC %s; the userData's netplan applied by the suite in the pod's netns (%s)", spec.Namespace, pod.Name, live.Spec.NodeName, podVLANNIC, nad, g.mac, path)
 	}
-	c.mu.Lock()
-	c.pods[spec.Namespace+"/"+spec.Name] = g
-	c.mu.Unlock()
+	w.mu.Lock()
+	w.pods[spec.Namespace+"/"+spec.Name] = g
+	w.mu.Unlock()
 	return g, nil
 }
 
 // deletePod deletes the pod and waits until it is gone (CNI DEL done).
-func (c *Cluster) deletePod(ctx context.Context, namespace, app string) error {
-	c.mu.Lock()
-	if g, ok := c.pods[namespace+"/"+app]; ok {
+func (w *Workloads) deletePod(ctx context.Context, namespace, app string) error {
+	w.mu.Lock()
+	if g, ok := w.pods[namespace+"/"+app]; ok {
 		g.Handle.Close()
-		delete(c.pods, namespace+"/"+app)
+		delete(w.pods, namespace+"/"+app)
 	}
-	c.mu.Unlock()
+	w.mu.Unlock()
 	name := podName(app)
-	err := c.c.kube.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	err := w.kube.Kube.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	gone := Stage{Name: "pod", What: "pod " + namespace + "/" + name + " deleted", Timeout: c.timeouts["vmi"], Check: func(ctx context.Context) (bool, string, error) {
-		_, err := c.c.kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), "still there", nil
-	}}
-	return gone.Wait(ctx)
+	return wait.Gone("pod", "pod "+namespace+"/"+name, w.timeouts["vmi"], func(ctx context.Context) bool {
+		_, err := w.kube.Kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+		return !apierrors.IsNotFound(err)
+	}).Wait(ctx)
 }
 
 // podNetns finds a pod's network namespace from the host: the process of
 // one of its containers, whose cgroup path names the pod UID (with dashes,
 // or underscores under the systemd cgroup driver).
 func podNetns(uid string) (string, error) {
-	pid, err := processOf([]string{"pod" + uid, "pod" + strings.ReplaceAll(uid, "-", "_")})
+	pid, err := node.ProcessOf([]string{"pod" + uid, "pod" + strings.ReplaceAll(uid, "-", "_")})
 	if err != nil {
 		return "", fmt.Errorf("pod UID %s: %w", uid, err)
 	}
 	return filepath.Join("/proc", pid, "ns", "net"), nil
-}
-
-// processOf returns the PID (as the host sees it) of a process whose
-// cgroup path contains one of keys: a pod UID or a container ID. Kind
-// nodes' containers are processes of this host, in cgroups named after
-// them.
-func processOf(keys []string) (string, error) {
-	procs, err := os.ReadDir("/proc")
-	if err != nil {
-		return "", err
-	}
-	for _, p := range procs {
-		if _, err := strconv.Atoi(p.Name()); err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cgroup"))
-		if err != nil {
-			continue
-		}
-		for _, k := range keys {
-			if strings.Contains(string(b), k) {
-				return p.Name(), nil
-			}
-		}
-	}
-	return "", fmt.Errorf("no process in a cgroup named after %v", keys)
 }

@@ -1,0 +1,85 @@
+package kube
+
+import (
+	"context"
+	"sort"
+	"sync"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/vm"
+)
+
+// OwnedLabel marks every object the suite creates, so it deletes exactly
+// those afterwards (and a later run sweeps what a killed one left).
+const OwnedLabel = "vlan-conformance.cozystack.io/owned"
+
+// Owned is the label set of an object the suite creates.
+func Owned() map[string]string { return map[string]string{OwnedLabel: "true"} }
+
+// RenderNamespace is a tenant namespace the suite makes.
+func RenderNamespace(name string) *corev1.Namespace {
+	return vm.Namespace(name, vm.Labeled(Owned()))
+}
+
+// RenderNAD is a NetworkAttachmentDefinition the suite makes.
+func RenderNAD(namespace string, nad platform.NAD) *nadv1.NetworkAttachmentDefinition {
+	return vm.NAD(nad.Name, namespace, nad.Config, vm.Labeled(Owned()))
+}
+
+// Owner records what a run made: whole namespaces, and single objects in
+// namespaces it found (those it must delete one by one).
+type Owner struct {
+	mu         sync.Mutex
+	namespaces map[string]bool
+	created    []*unstructured.Unstructured
+}
+
+// EnsureNamespace creates a tenant namespace unless it exists.
+func (o *Owner) EnsureNamespace(ctx context.Context, kube *Clients, name string) error {
+	_, err := kube.Kube.CoreV1().Namespaces().Create(ctx, RenderNamespace(name), metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		o.mu.Lock()
+		if o.namespaces == nil {
+			o.namespaces = map[string]bool{}
+		}
+		o.namespaces[name] = true
+		o.mu.Unlock()
+		return nil
+	case apierrors.IsAlreadyExists(err):
+		return nil
+	}
+	return err
+}
+
+// Record remembers an object made in a namespace this run did not make.
+func (o *Owner) Record(namespace string, obj any) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.namespaces[namespace] {
+		return
+	}
+	if u, err := ToUnstructured(obj); err == nil {
+		o.created = append(o.created, u)
+	}
+}
+
+// Drain hands over what was recorded (objects in the order made,
+// namespaces sorted) and forgets it.
+func (o *Owner) Drain() (created []*unstructured.Unstructured, namespaces []string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for ns := range o.namespaces {
+		namespaces = append(namespaces, ns)
+	}
+	sort.Strings(namespaces)
+	created = o.created
+	o.created, o.namespaces = nil, nil
+	return created, namespaces
+}

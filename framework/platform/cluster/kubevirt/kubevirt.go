@@ -1,0 +1,103 @@
+// Package kubevirt is KubeVirt on the cluster tier: the operator from its
+// release manifest, the KubeVirt CR (software emulation where KVM is not
+// usable, found by running a test guest), and its readiness.
+package kubevirt
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/plan"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/wait"
+)
+
+// Where the KubeVirt CR lives once applied.
+const (
+	Namespace = "kubevirt"
+	Name      = "kubevirt"
+)
+
+// Manifest is the pinned KubeVirt operator release manifest.
+func Manifest(cl *config.ClusterConfig) kube.Manifest {
+	return kube.Manifest{Component: "kubevirt-operator", Version: cl.KubeVirtVersion, File: "kubevirt-operator.yaml",
+		URL: "https://github.com/kubevirt/kubevirt/releases/download/" + cl.KubeVirtVersion + "/kubevirt-operator.yaml"}
+}
+
+// CR is the KubeVirt custom resource the suite applies: software
+// emulation when KVM is not usable, images never pulled when present (the
+// offline lane preloads them).
+func CR(emulation bool) *kubevirtv1.KubeVirt {
+	return &kubevirtv1.KubeVirt{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "kubevirt.io/v1", Kind: "KubeVirt"},
+		ObjectMeta: metav1.ObjectMeta{Name: Name, Namespace: Namespace, Labels: kube.Owned()},
+		Spec: kubevirtv1.KubeVirtSpec{
+			ImagePullPolicy: corev1.PullIfNotPresent,
+			Configuration:   kubevirtv1.KubeVirtConfiguration{DeveloperConfiguration: &kubevirtv1.DeveloperConfiguration{UseEmulation: emulation}},
+		},
+	}
+}
+
+// Emulation decides KubeVirt's useEmulation.
+func Emulation(cl *config.ClusterConfig) (bool, string) {
+	switch cl.Emulation {
+	case "on":
+		return true, "--kubevirt-emulation=on"
+	case "off":
+		return false, "--kubevirt-emulation=off"
+	}
+	if cl.DryRun {
+		return true, "--kubevirt-emulation=auto decides at run time by running a test guest on /dev/kvm; shown as if KVM were unusable"
+	}
+	ok, why := KVMUsable(3 * time.Second)
+	return !ok, "--kubevirt-emulation=auto: " + why
+}
+
+// Plan adds the operator, the CR and the wait for it.
+func Plan(p *plan.Plan, cl *config.ClusterConfig, k *kube.Clients, timeout time.Duration) {
+	m := Manifest(cl)
+	p.Add("apply", "KubeVirt operator "+m.Describe(cl.ManifestsDir), nil, func(ctx context.Context) error {
+		b, err := m.Load(ctx, cl.ManifestsDir)
+		if err != nil {
+			return err
+		}
+		objs, err := kube.Decode(b)
+		if err != nil {
+			return err
+		}
+		return k.Apply.Apply(ctx, objs)
+	})
+	emulation, why := Emulation(cl)
+	cr := CR(emulation)
+	p.Add("apply", "the KubeVirt CR (useEmulation: "+fmt.Sprint(emulation)+": "+why+")", cr, func(ctx context.Context) error {
+		return k.Apply.ApplyTyped(ctx, cr)
+	})
+	p.Wait(AvailableStage(k, timeout))
+}
+
+// AvailableStage waits for the KubeVirt CR wherever it is (kubevirt
+// upstream, cozy-kubevirt in Cozystack) to be Available.
+func AvailableStage(k *kube.Clients, timeout time.Duration) wait.Stage {
+	return wait.Stage{Name: "kubevirt", What: "the KubeVirt CR Available", Timeout: timeout, Check: func(ctx context.Context) (bool, string, error) {
+		list, err := k.KubeVirt.KubevirtV1().KubeVirts(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, "listing KubeVirt CRs: " + err.Error(), nil
+		}
+		if len(list.Items) == 0 {
+			return false, "no KubeVirt CR found in any namespace", nil
+		}
+		kv := list.Items[0]
+		for _, c := range kv.Status.Conditions {
+			if c.Type == kubevirtv1.KubeVirtConditionAvailable {
+				return c.Status == corev1.ConditionTrue, fmt.Sprintf("phase %s, Available=%s (%s: %s)", kv.Status.Phase, c.Status, c.Reason, c.Message), nil
+			}
+		}
+		return false, fmt.Sprintf("phase %q, no Available condition yet", kv.Status.Phase), nil
+	}}
+}

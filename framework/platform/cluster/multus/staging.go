@@ -1,0 +1,156 @@
+package multus
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cozystack/vlan-conformance/framework/evidence"
+	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/node"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/wait"
+)
+
+var _ platform.CNIStaging = (*Multus)(nil)
+
+// stagerPayloadDir is where the stager's image carries the plugins.
+const stagerPayloadDir = "/cni-plugins"
+
+// reachable is a kind node container, whose file system the host sees.
+func reachable(pn platform.Node) (*node.Node, bool) {
+	n, ok := pn.(*node.Node)
+	return n, ok && n.Reachable()
+}
+
+// SetStaging re-renders the Multus DaemonSet with the stager's init
+// container (on) or without it (off), rolls it out and reads back the pod
+// template's init containers.
+func (m *Multus) SetStaging(ctx context.Context, on bool) ([]string, error) {
+	if m.cfg.ExistingCluster() || m.objs == nil {
+		return nil, fmt.Errorf("rendering Multus on a cluster the suite did not install it on: %w", evidence.ErrNotObservable)
+	}
+	var stager *corev1.Container
+	if on {
+		if m.stager == nil {
+			return nil, fmt.Errorf("staging on needs --cni-staging=stager and --cni-plugins-image: %w", evidence.ErrNotObservable)
+		}
+		stager = m.stager
+	}
+	rev := fmt.Sprintf("%v-%d", on, time.Now().UnixNano())
+	if err := withStaging(m.objs, stager, m.stagerVol, rev); err != nil {
+		return nil, err
+	}
+	if err := m.kube.Apply.Apply(ctx, m.objs); err != nil {
+		return nil, err
+	}
+	if err := RolledOutStage(m.kube, m.timeouts["multus"]).Wait(ctx); err != nil {
+		return nil, err
+	}
+	list, err := m.kube.Kube.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	names := []string{}
+	for _, ds := range list.Items {
+		if strings.Contains(ds.Name, "multus") {
+			for _, ic := range ds.Spec.Template.Spec.InitContainers {
+				names = append(names, ic.Name)
+			}
+		}
+	}
+	return names, nil
+}
+
+func (m *Multus) CNIBin(_ context.Context, pn platform.Node) (map[string]platform.FileState, error) {
+	n, ok := reachable(pn)
+	if !ok {
+		return nil, fmt.Errorf("reading /opt/cni/bin of %s: %w", pn.Name(), evidence.ErrNotObservable)
+	}
+	return node.SnapshotDir(n.HostPath(n.CNIBinDir()))
+}
+
+// pod is the Multus pod of a node.
+func (m *Multus) pod(ctx context.Context, nodeName string) (*corev1.Pod, error) {
+	list, err := m.kube.Kube.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + nodeName})
+	if err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		p := &list.Items[i]
+		if strings.HasPrefix(p.Name, DaemonSet+"-") && p.DeletionTimestamp == nil {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("no %s pod on node %s", DaemonSet, nodeName)
+}
+
+func (m *Multus) Payload(ctx context.Context, pn platform.Node) (map[string]platform.FileState, error) {
+	n, ok := reachable(pn)
+	if !ok || m.stager == nil {
+		return nil, fmt.Errorf("the stager's payload on %s: %w (needs a kind node and --cni-staging=stager)", pn.Name(), evidence.ErrNotObservable)
+	}
+	p, err := m.pod(ctx, n.Name())
+	if err != nil {
+		return nil, err
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.ContainerID == "" {
+			continue
+		}
+		_, id, _ := strings.Cut(cs.ContainerID, "://")
+		pid, err := node.ProcessOf([]string{id})
+		if err != nil {
+			return nil, fmt.Errorf("container %s of %s: %w", cs.Name, p.Name, err)
+		}
+		return node.SnapshotDir(filepath.Join("/proc", pid, "root", stagerPayloadDir))
+	}
+	return nil, fmt.Errorf("pod %s/%s has no running container", p.Namespace, p.Name)
+}
+
+func (m *Multus) PlaceCNIFile(_ context.Context, pn platform.Node, name string, content []byte) (func() error, error) {
+	n, ok := reachable(pn)
+	if !ok {
+		return nil, fmt.Errorf("writing into /opt/cni/bin of %s: %w", pn.Name(), evidence.ErrNotObservable)
+	}
+	path := n.HostPath(filepath.Join(n.CNIBinDir(), name))
+	if err := os.WriteFile(path, content, 0o755); err != nil {
+		return nil, err
+	}
+	return func() error { return os.Remove(path) }, nil
+}
+
+func (m *Multus) Restage(ctx context.Context, pn platform.Node) error {
+	if m.objs == nil {
+		return fmt.Errorf("re-running the stager: %w (the suite did not install Multus)", evidence.ErrNotObservable)
+	}
+	old, err := m.pod(ctx, pn.Name())
+	if err != nil {
+		return err
+	}
+	if err := m.kube.Kube.CoreV1().Pods(old.Namespace).Delete(ctx, old.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	s := wait.Stage{Name: "multus", What: "a new Multus pod Ready on " + pn.Name(), Timeout: m.timeouts["multus"], Check: func(ctx context.Context) (bool, string, error) {
+		p, err := m.pod(ctx, pn.Name())
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		if p.UID == old.UID {
+			return false, "the old pod is still there", nil
+		}
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+				return true, "", nil
+			}
+		}
+		return false, "pod " + p.Name + " " + string(p.Status.Phase), nil
+	}}
+	return s.Wait(ctx)
+}

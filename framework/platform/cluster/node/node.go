@@ -1,0 +1,102 @@
+// Package node is a Kubernetes node of the cluster tier. In a kind cluster
+// it is a node container: its network namespace and file system are reached
+// from the host through /proc/<pid> of its init process. On an existing
+// cluster the suite has no such access: only what the API shows.
+package node
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+
+	"github.com/cozystack/vlan-conformance/framework/evidence"
+	"github.com/cozystack/vlan-conformance/framework/fabric"
+	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/probe"
+)
+
+// Node implements platform.Node.
+type Node struct {
+	name string
+	pid  int          // 0: not reachable from here (an existing cluster)
+	fab  *fabric.Node // the guide's step 1 in this node (kind only)
+	addr netip.Prefix
+}
+
+var _ platform.Node = (*Node)(nil)
+
+// Cabled is a kind node container the cabling built the guide's step 1 in.
+func Cabled(pid int, fn *fabric.Node) *Node {
+	return &Node{name: fn.Spec.Name, pid: pid, fab: fn, addr: fn.Spec.Address}
+}
+
+// Named is a node known only by name (an existing cluster's).
+func Named(name string) *Node { return &Node{name: name} }
+
+func (n *Node) Name() string          { return n.name }
+func (n *Node) CNIBinDir() string     { return "/opt/cni/bin" }
+func (n *Node) Address() netip.Prefix { return n.addr }
+
+// Reachable reports whether the host reaches the node's namespaces (a kind
+// node container).
+func (n *Node) Reachable() bool { return n.pid != 0 }
+
+// NetnsPath is the node's network namespace as the host sees it.
+func (n *Node) NetnsPath() string { return Netns(n.pid) }
+
+// Netns is the network namespace of a host process.
+func Netns(pid int) string { return fmt.Sprintf("/proc/%d/ns/net", pid) }
+
+// HostPath is a path of the node's file system as the host sees it.
+func (n *Node) HostPath(p string) string {
+	return filepath.Join(fmt.Sprintf("/proc/%d/root", n.pid), p)
+}
+
+func (n *Node) notObservable(what string) error {
+	return fmt.Errorf("%s on node %s of an existing cluster: %w", what, n.name, evidence.ErrNotObservable)
+}
+
+func (n *Node) ParentPoint() evidence.Point {
+	if n.pid == 0 {
+		return evidence.Point{Label: "uplink.100 on " + n.name + " (not observable)"}
+	}
+	return evidence.Point{Netns: n.NetnsPath(), Iface: n.fab.Parent, Label: n.fab.Parent + " on " + n.name}
+}
+
+func (n *Node) Ping(ctx context.Context, dst netip.Addr, opts ...platform.PingOption) (platform.PingResult, error) {
+	if n.pid == 0 {
+		return platform.PingResult{}, n.notObservable("ping")
+	}
+	return probe.Ping(ctx, n.NetnsPath(), dst, opts...)
+}
+
+// WithoutPlugin hides a plugin of the node's /opt/cni/bin under another
+// name in the same directory until restore.
+func (n *Node) WithoutPlugin(_ context.Context, plugin string) (func() error, error) {
+	if n.pid == 0 {
+		return nil, n.notObservable("removing a plugin")
+	}
+	p := n.HostPath(filepath.Join(n.CNIBinDir(), plugin))
+	hidden := n.HostPath(filepath.Join(n.CNIBinDir(), ".vcf-hidden-"+plugin))
+	if err := os.Rename(p, hidden); err != nil {
+		return nil, err
+	}
+	return func() error { return os.Rename(hidden, p) }, nil
+}
+
+// BridgeFDB lists what br100 has learned or owns, per port.
+func (n *Node) BridgeFDB(_ context.Context) ([]platform.FDBEntry, error) {
+	if n.pid == 0 {
+		return nil, n.notObservable("the bridge FDB")
+	}
+	out, err := evidence.ReadBridgeFDB(n.fab.Handle, fabric.BridgeName)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", n.name, err)
+	}
+	return out, nil
+}
+
+// Fabric is the guide's step 1 in the node (nil on an existing cluster).
+func (n *Node) Fabric() *fabric.Node { return n.fab }

@@ -1,0 +1,83 @@
+// Package plan is the run plan of the cluster tier: every step of building
+// the platform, in order. New runs the steps; --dry-run prints them, from
+// the same list, so what is printed is what a run does.
+package plan
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/wait"
+)
+
+// Step is one thing building the platform does.
+type Step struct {
+	Phase  string // cluster, node, host, gateway, apply, wait
+	Action string
+	Object any // printed in full by --dry-run
+	Do     func(ctx context.Context) error
+}
+
+// Plan is the steps of building a run's platform, in order.
+type Plan struct {
+	Steps []Step
+}
+
+// Add appends a step and returns its index (for a step whose work is
+// known only once later steps are listed).
+func (p *Plan) Add(phase, action string, obj any, do func(context.Context) error) int {
+	p.Steps = append(p.Steps, Step{Phase: phase, Action: action, Object: obj, Do: do})
+	return len(p.Steps) - 1
+}
+
+// Wait appends a readiness stage.
+func (p *Plan) Wait(s wait.Stage) {
+	p.Add("wait", fmt.Sprintf("stage %s (timeout %s)", s.Name, s.Timeout), nil, s.Wait)
+}
+
+// Run does the steps in order and stops at the first that fails, naming it.
+func (p *Plan) Run(ctx context.Context) error {
+	for _, s := range p.Steps {
+		if s.Do == nil {
+			continue
+		}
+		if err := s.Do(ctx); err != nil {
+			return fmt.Errorf("%s: %s: %w", s.Phase, s.Action, err)
+		}
+	}
+	return nil
+}
+
+// Printer prints steps as --dry-run shows them: numbered, each object in
+// full as YAML.
+type Printer struct {
+	W io.Writer
+	n int
+}
+
+// Print prints one step.
+func (pr *Printer) Print(phase, action string, obj any) error {
+	pr.n++
+	fmt.Fprintf(pr.W, "# %02d %-7s %s\n", pr.n, phase, action)
+	if obj == nil {
+		return nil
+	}
+	y, err := kube.ToYAML(obj)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(pr.W, "---\n%s", y)
+	return err
+}
+
+// Plan prints every step of the plan.
+func (pr *Printer) Plan(p *Plan) error {
+	for _, s := range p.Steps {
+		if err := pr.Print(s.Phase, s.Action, s.Object); err != nil {
+			return err
+		}
+	}
+	return nil
+}

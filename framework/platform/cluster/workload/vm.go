@@ -1,0 +1,241 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/cozystack/vlan-conformance/framework/evidence"
+	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/console"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/node"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/wait"
+)
+
+// create applies a VM's Secret and VirtualMachine.
+func (w *Workloads) create(ctx context.Context, spec platform.VMSpec) error {
+	if err := w.owner.EnsureNamespace(ctx, w.kube, spec.Namespace); err != nil {
+		return err
+	}
+	nodeName := ""
+	if spec.Node != nil {
+		nodeName = spec.Node.Name()
+	}
+	r := RenderVM(spec, w.img, nodeName)
+	w.owner.Record(spec.Namespace, r.Secret)
+	w.owner.Record(spec.Namespace, r.VM)
+	return w.kube.Apply.ApplyTyped(ctx, r.Secret, r.VM)
+}
+
+// startVM creates the VM, waits through the stages nad and vmi, logs into
+// its console, waits for cloud-init, and finds its VLAN NIC by MAC.
+func (w *Workloads) startVM(ctx context.Context, spec platform.VMSpec) (platform.Guest, error) {
+	if err := w.create(ctx, spec); err != nil {
+		return nil, err
+	}
+	name := InstanceName(spec.Name)
+	if err := wait.All(ctx, VMStages(w.kube, w.timeouts, spec.Namespace, name, spec.Networks)); err != nil {
+		return nil, err
+	}
+	g := &vmGuest{spec: spec, vmName: name}
+	if err := w.readStatus(ctx, g); err != nil {
+		return nil, err
+	}
+	line, err := console.Dial(ctx, w.kube.Rest, spec.Namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	g.serialLog = w.serialLog(spec.Namespace, name)
+	os.MkdirAll(filepath.Dir(g.serialLog), 0o755)
+	logf, err := os.OpenFile(g.serialLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		line.Close()
+		return nil, err
+	}
+	g.con = console.New(line, logf)
+	if err := g.con.Login(ctx, w.img.User, w.img.Password, w.timeouts["vmi"]); err != nil {
+		return nil, fmt.Errorf("guest %s: %w (serial log %s)", spec.Name, err, g.serialLog)
+	}
+	if _, code, err := g.con.Run(ctx, "cloud-init status --wait >/dev/null", w.timeouts["vmi"]); err != nil || code != 0 {
+		return nil, fmt.Errorf("guest %s: cloud-init did not finish cleanly (exit %d): %v", spec.Name, code, err)
+	}
+	if len(spec.Networks) > 0 {
+		out, err := g.must(ctx, "ip -o link")
+		if err != nil {
+			return nil, err
+		}
+		if g.vlanIface, err = ifaceByMAC(out, g.status.VLANMAC); err != nil {
+			return nil, fmt.Errorf("guest %s: %w", spec.Name, err)
+		}
+		if err := g.installARPTool(ctx); err != nil {
+			return nil, err
+		}
+	}
+	w.mu.Lock()
+	w.guests[spec.Namespace+"/"+spec.Name] = g
+	w.mu.Unlock()
+	return g, nil
+}
+
+// readStatus reads the VMI: UIDs, node, the VLAN MAC, the pod interface and
+// what the CNI plugin returned (the network-status annotation).
+func (w *Workloads) readStatus(ctx context.Context, g *vmGuest) error {
+	st, err := w.vmStatus(ctx, g.spec, g.vmName)
+	if err != nil {
+		return err
+	}
+	g.status = st
+	g.node = node.Named(st.Node)
+	if n := w.nodes.ByName(st.Node); n != nil {
+		g.node = n
+	}
+	if len(g.spec.Networks) == 0 {
+		return nil
+	}
+	nad := g.spec.Networks[0]
+	vmi, err := w.kube.KubeVirt.KubevirtV1().VirtualMachineInstances(g.spec.Namespace).Get(ctx, g.vmName, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	for _, i := range vmi.Status.Interfaces {
+		if i.Name == nad {
+			g.podIface = i.PodInterfaceName
+		}
+	}
+	g.attachment = platform.Attachment{NAD: nad, PodInterface: g.podIface}
+	pods, err := w.kube.Kube.CoreV1().Pods(g.spec.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "kubevirt.io/created-by=" + string(vmi.UID)})
+	if err != nil {
+		return err
+	}
+	for _, p := range pods.Items {
+		ips, mtu := networkStatus(p.Annotations["k8s.v1.cni.cncf.io/network-status"], g.spec.Namespace+"/"+nad)
+		g.attachment.CNIResultIPs, g.attachment.PodIPv4, g.attachment.MTU = ips, ips, mtu
+	}
+	return nil
+}
+
+func (w *Workloads) vmStatus(ctx context.Context, spec platform.VMSpec, vmName string) (platform.VMStatus, error) {
+	var st platform.VMStatus
+	vm, err := w.kube.KubeVirt.KubevirtV1().VirtualMachines(spec.Namespace).Get(ctx, vmName, metav1.GetOptions{})
+	if err != nil {
+		return st, err
+	}
+	vmi, err := w.kube.KubeVirt.KubevirtV1().VirtualMachineInstances(spec.Namespace).Get(ctx, vmName, metav1.GetOptions{})
+	if err != nil {
+		return st, err
+	}
+	st.VMUID, st.VMIUID, st.Node = string(vm.UID), string(vmi.UID), vmi.Status.NodeName
+	if len(spec.Networks) > 0 {
+		for _, i := range vmi.Status.Interfaces {
+			if i.Name == spec.Networks[0] && i.MAC != "" {
+				if st.VLANMAC, err = net.ParseMAC(i.MAC); err != nil {
+					return st, err
+				}
+			}
+		}
+		if st.VLANMAC == nil {
+			return st, fmt.Errorf("VMI %s/%s: no MAC for network %s in status.interfaces", spec.Namespace, vmName, spec.Networks[0])
+		}
+	}
+	return st, nil
+}
+
+func (w *Workloads) VMStatus(ctx context.Context, pg platform.Guest) (platform.VMStatus, error) {
+	g, ok := pg.(*vmGuest)
+	if !ok {
+		return platform.VMStatus{}, fmt.Errorf("VMI status of %s: %w (a pod workload)", pg.Name(), evidence.ErrNotObservable)
+	}
+	return w.vmStatus(ctx, g.spec, g.vmName)
+}
+
+// deleteVM deletes the VirtualMachine and its Secret and waits until the
+// VMI is gone (its launcher released the attachment).
+func (w *Workloads) deleteVM(ctx context.Context, namespace, app string) error {
+	name := InstanceName(app)
+	vms, vmis := w.kube.KubeVirt.KubevirtV1().VirtualMachines(namespace), w.kube.KubeVirt.KubevirtV1().VirtualMachineInstances(namespace)
+	fg := metav1.DeletePropagationForeground
+	err := vms.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &fg})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	err = w.kube.Kube.CoreV1().Secrets(namespace).Delete(ctx, CloudInitSecretName(app), metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return wait.Gone("vmi", "VMI "+namespace+"/"+name, w.timeouts["vmi"], func(ctx context.Context) bool {
+		_, err := vmis.Get(ctx, name, metav1.GetOptions{})
+		_, verr := vms.Get(ctx, name, metav1.GetOptions{})
+		return !apierrors.IsNotFound(err) || !apierrors.IsNotFound(verr)
+	}).Wait(ctx)
+}
+
+// VMStages are the stages of starting one VM, in order.
+func VMStages(k *kube.Clients, timeouts map[string]time.Duration, namespace, vmName string, nads []string) []wait.Stage {
+	return []wait.Stage{
+		nadStage(k, timeouts, namespace, nads),
+		{Name: "vmi", What: fmt.Sprintf("VMI %s/%s Ready", namespace, vmName), Timeout: timeouts["vmi"], Check: vmiReady(k, namespace, vmName)},
+	}
+}
+
+// nadStage waits until the NADs a workload asks for are readable in its
+// namespace.
+func nadStage(k *kube.Clients, timeouts map[string]time.Duration, ns string, names []string) wait.Stage {
+	return wait.Stage{Name: "nad", What: fmt.Sprintf("NetworkAttachmentDefinitions %v readable in %s", names, ns), Timeout: timeouts["nad"], Check: func(ctx context.Context) (bool, string, error) {
+		for _, n := range names {
+			if _, err := k.NAD.K8sCniCncfIoV1().NetworkAttachmentDefinitions(ns).Get(ctx, n, metav1.GetOptions{}); err != nil {
+				return false, fmt.Sprintf("NAD %s/%s: %v", ns, n, err), nil
+			}
+		}
+		return true, "", nil
+	}}
+}
+
+func vmiReady(k *kube.Clients, ns, name string) func(context.Context) (bool, string, error) {
+	return func(ctx context.Context) (bool, string, error) {
+		vmi, err := k.KubeVirt.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, name, metav1.GetOptions{})
+		status := ""
+		if err != nil {
+			if !apierrors.IsNotFound(err) {
+				return false, "VMI: " + err.Error(), nil
+			}
+			status = "no VMI yet"
+		} else {
+			status = "phase " + string(vmi.Status.Phase)
+			if vmi.Status.Phase == kubevirtv1.Failed {
+				return false, status, fmt.Errorf("VMI %s/%s failed", ns, name)
+			}
+			for _, cond := range vmi.Status.Conditions {
+				if cond.Type == kubevirtv1.VirtualMachineInstanceReady {
+					if cond.Status == corev1.ConditionTrue {
+						return true, status + ", Ready", nil
+					}
+					status += fmt.Sprintf(", Ready=%s (%s: %s)", cond.Status, cond.Reason, cond.Message)
+				}
+			}
+		}
+		evs, err := vmEvents(ctx, k, ns, name)
+		if err != nil {
+			return false, status, nil
+		}
+		return false, status, wait.TerminalEvent(evs)
+	}
+}
+
+// vmEvents lists the events about a VM, its VMI and its launcher pods,
+// oldest first.
+func vmEvents(ctx context.Context, k *kube.Clients, ns, vmName string) ([]corev1.Event, error) {
+	return wait.Events(ctx, k.Kube, ns, func(o corev1.ObjectReference) bool {
+		return (o.Kind == "VirtualMachine" || o.Kind == "VirtualMachineInstance") && o.Name == vmName ||
+			o.Kind == "Pod" && strings.HasPrefix(o.Name, "virt-launcher-"+vmName+"-")
+	})
+}

@@ -1,0 +1,203 @@
+// Package workload is what the cluster tier runs on the VLAN: a KubeVirt
+// VM (seen through its serial console) or, with --workload=pod, a pod
+// attached by Multus (seen from inside its network namespace), both behind
+// platform.Guest, both rendered from the same VMSpec.
+package workload
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/evidence"
+	"github.com/cozystack/vlan-conformance/framework/fabric"
+	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/node"
+)
+
+// Workloads are the VMs or pods of a run, and the objects it made for them.
+type Workloads struct {
+	cfg      *config.Config
+	timeouts map[string]time.Duration
+	img      GuestImage
+	work     string // serial logs
+	kube     *kube.Clients
+	nodes    *node.Set
+	trunk    platform.AccessTrunk // an untagged trunk changes the NADs' master
+	owner    kube.Owner
+
+	mu     sync.Mutex
+	guests map[string]*vmGuest
+	pods   map[string]*podGuest // --workload=pod
+}
+
+var _ platform.KubeVMs = (*Workloads)(nil)
+
+// New makes the run's workloads; k, nodes and trunk are the parts they
+// share with the rest of the platform, filled in as the plan runs.
+func New(cfg *config.Config, timeouts map[string]time.Duration, work string, k *kube.Clients, nodes *node.Set, trunk platform.AccessTrunk) *Workloads {
+	return &Workloads{
+		cfg: cfg, timeouts: timeouts, work: work, kube: k, nodes: nodes, trunk: trunk,
+		img:    GuestImage{Image: cfg.Cluster.GuestImage, User: cfg.Cluster.GuestUser, Password: cfg.Cluster.GuestPassword},
+		guests: map[string]*vmGuest{}, pods: map[string]*podGuest{},
+	}
+}
+
+// Image is the guest image VMs boot.
+func (w *Workloads) Image() GuestImage { return w.img }
+
+// Pods reports whether the run's workloads are pods (--workload=pod).
+func (w *Workloads) Pods() bool { return w.cfg.Cluster.Workload == "pod" }
+
+// ApplyNAD creates a NetworkAttachmentDefinition in a namespace.
+func (w *Workloads) ApplyNAD(ctx context.Context, namespace string, nad platform.NAD) error {
+	if err := w.owner.EnsureNamespace(ctx, w.kube, namespace); err != nil {
+		return err
+	}
+	if untagged, why := w.trunk.Untagged(); untagged {
+		// No uplink.100 on an untagged trunk: the uplink is the parent.
+		sub := fmt.Sprintf("%q", fabric.SubName(fabric.UplinkName, w.cfg.VLAN))
+		if strings.Contains(nad.Config, sub) {
+			nad.Config = strings.ReplaceAll(nad.Config, sub, fmt.Sprintf("%q", fabric.UplinkName))
+			evidence.Note("workload", "NAD %s/%s: master %s -> %q (untagged trunk: %s)", namespace, nad.Name, sub, fabric.UplinkName, why)
+		}
+	}
+	obj := kube.RenderNAD(namespace, nad)
+	if err := w.kube.Apply.ApplyTyped(ctx, obj); err != nil {
+		return err
+	}
+	w.owner.Record(namespace, obj)
+	return nil
+}
+
+// StartVM starts the spec's workload: a VM, or a pod with --workload=pod.
+func (w *Workloads) StartVM(ctx context.Context, spec platform.VMSpec) (platform.Guest, error) {
+	if w.Pods() {
+		return w.startPod(ctx, spec)
+	}
+	return w.startVM(ctx, spec)
+}
+
+func (w *Workloads) StartVMNoWait(ctx context.Context, spec platform.VMSpec) error {
+	if w.Pods() {
+		return fmt.Errorf("starting a VM without waiting: %w (--workload=pod)", evidence.ErrNotObservable)
+	}
+	return w.create(ctx, spec)
+}
+
+// DeleteVM deletes the workload and waits until it is gone (its attachment
+// released).
+func (w *Workloads) DeleteVM(ctx context.Context, pg platform.Guest) error {
+	if pg, ok := pg.(*podGuest); ok {
+		return w.deletePod(ctx, pg.spec.Namespace, pg.spec.Name)
+	}
+	g := pg.(*vmGuest)
+	w.mu.Lock()
+	delete(w.guests, g.spec.Namespace+"/"+g.spec.Name)
+	w.mu.Unlock()
+	if g.con != nil {
+		g.con.Close()
+	}
+	return w.deleteVM(ctx, g.spec.Namespace, g.spec.Name)
+}
+
+func (w *Workloads) VMEvents(ctx context.Context, namespace, vmName string) ([]platform.Event, error) {
+	var evs []corev1.Event
+	var err error
+	if w.Pods() {
+		evs, err = podEvents(ctx, w.kube, namespace, podName(vmName))
+	} else {
+		evs, err = vmEvents(ctx, w.kube, namespace, InstanceName(vmName))
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []platform.Event
+	for _, e := range evs {
+		out = append(out, platform.Event{Object: e.InvolvedObject.Kind + "/" + e.InvolvedObject.Name, Type: e.Type, Reason: e.Reason, Message: e.Message})
+	}
+	return out, nil
+}
+
+// Close closes every console and pod netns handle, then deletes what the
+// run made: single objects in reverse, then the namespaces it made.
+func (w *Workloads) Close(ctx context.Context) error {
+	w.mu.Lock()
+	guests, pods := w.guests, w.pods
+	w.guests, w.pods = map[string]*vmGuest{}, map[string]*podGuest{}
+	w.mu.Unlock()
+	for _, g := range guests {
+		if g.con != nil {
+			g.con.Close()
+		}
+	}
+	for _, p := range pods {
+		p.Handle.Close()
+	}
+	var errs []error
+	created, namespaces := w.owner.Drain()
+	for i := len(created) - 1; i >= 0; i-- {
+		o := created[i]
+		switch o.GetKind() {
+		case "Pod":
+			errs = append(errs, w.deletePod(ctx, o.GetNamespace(), strings.TrimPrefix(o.GetName(), "pod-")))
+		case "VirtualMachine":
+			errs = append(errs, w.deleteVM(ctx, o.GetNamespace(), strings.TrimPrefix(o.GetName(), "vm-instance-")))
+		case "NetworkAttachmentDefinition":
+			err := w.kube.NAD.K8sCniCncfIoV1().NetworkAttachmentDefinitions(o.GetNamespace()).Delete(ctx, o.GetName(), metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	for _, ns := range namespaces {
+		err := w.kube.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// serialLog is where a VM's console is logged.
+func (w *Workloads) serialLog(namespace, vmName string) string {
+	return filepath.Join(w.work, "serial", namespace+"_"+vmName+".log")
+}
+
+// networkStatus reads Multus's k8s.v1.cni.cncf.io/network-status
+// annotation: the IPs and MTU the CNI plugin returned for a network.
+func networkStatus(annotation, network string) ([]netip.Prefix, int) {
+	var entries []struct {
+		Name string   `json:"name"`
+		IPs  []string `json:"ips"`
+		MTU  int      `json:"mtu"`
+	}
+	if json.Unmarshal([]byte(annotation), &entries) != nil {
+		return nil, 0
+	}
+	for _, e := range entries {
+		if e.Name != network {
+			continue
+		}
+		var ps []netip.Prefix
+		for _, s := range e.IPs {
+			if a, err := netip.ParseAddr(s); err == nil && a.Is4() {
+				ps = append(ps, netip.PrefixFrom(a, 32))
+			}
+		}
+		return ps, e.MTU
+	}
+	return nil, 0
+}
