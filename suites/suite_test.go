@@ -20,6 +20,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster"
 	"github.com/cozystack/vlan-conformance/framework/platform/lab"
+	"github.com/cozystack/vlan-conformance/framework/stager"
 
 	_ "github.com/cozystack/vlan-conformance/suites/arp"
 	_ "github.com/cozystack/vlan-conformance/suites/cluster"
@@ -63,6 +64,7 @@ func TestConformance(t *testing.T) {
 	if reporterConfig.JUnitReport == "" {
 		reporterConfig.JUnitReport = filepath.Join(cfg.ReportDir, "junit.xml")
 	}
+	defer stager.DropImageCache() // the stager labs' unpacked --stager-image
 	RunSpecs(t, "KubeVirt external VLAN conformance", suiteConfig, reporterConfig)
 }
 

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/cozystack/vlan-conformance/framework/stager"
 )
 
 // ClusterConfig parameterises the cluster tier (--tier=cluster): a kind
@@ -186,6 +188,9 @@ func (c *Config) validateCluster() error {
 		if _, err := os.Stat(a); err != nil {
 			add("--images-archive %q: %v", a, errors.Unwrap(err))
 		}
+	}
+	if cl.CNIStaging == "stager" { // the image half of the subject, read as --stager-image is
+		errs = append(errs, stager.CheckClusterImage(cl.CNIPluginsImage, cl.Archives()))
 	}
 	if cl.CNIStaging == "stager" && cl.CNIPluginsImage == "" && !cl.DryRun {
 		add("--cni-staging=stager needs --cni-plugins-image (an image carrying the plugins at /cni-plugins)")

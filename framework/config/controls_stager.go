@@ -16,6 +16,9 @@ const (
 	CtlStagerGathersCauses       = "STG-06/mutant-gathers-causes"
 	CtlStagerLeavesTemp          = "STG-08/mutant-leaves-temp"
 	CtlStagerNoPayloadGuard      = "STG-07/mutant-no-payload-guard"
+	CtlStagerPublishesTempDir    = "STG-05/mutant-publishes-temp-directory"
+	CtlStagerNestsInDirectory    = "STG-05/mutant-nests-in-directory"
+	CtlStagerStrandsKilledTemp   = "STG-08/mutant-strands-killed-temp"
 	// The same mutants, judged by the claims they also break.
 	CtlStagerExtraPlugin = "STG-01/mutant-writes-loopback"
 	CtlStagerSkipsOlder  = "STG-04/mutant-installs-only-missing"
@@ -58,6 +61,9 @@ func init() {
 		Control{ID: CtlStagerSkipsOlder, Claim: "STG-04", Description: "install-cni-plugins installs only plugins the node lacks: Talos' four are not rewritten, older copies stay", ExtraArgs: stagerMutant("installs-only-missing.yaml")},
 		Control{ID: CtlStagerImageWithLoopback, Claim: "STG-02", Description: "the image carries loopback next to the 14 and the script copies all it finds", ExtraArgs: []string{copyAllManifest}},
 		Control{ID: CtlStagerCopyAllRelease, Claim: "STG-02", Description: "the image carries all 18 plugins of the release and the script copies all it finds", ExtraArgs: []string{copyAllManifest}},
+		Control{ID: CtlStagerPublishesTempDir, Claim: "STG-05", Description: "install-cni-plugins copies into a directory an earlier run left at its temporary path and publishes it as the plugin", ExtraArgs: stagerMutant("publishes-temp-directory.yaml")},
+		Control{ID: CtlStagerNestsInDirectory, Claim: "STG-05", Description: "install-cni-plugins moves the plugin into a directory at the destination", ExtraArgs: stagerMutant("nests-in-directory.yaml")},
+		Control{ID: CtlStagerStrandsKilledTemp, Claim: "STG-08", Description: "install-cni-plugins uses a fresh temporary name each run and never clears what a killed run left", ExtraArgs: stagerMutant("strands-killed-temp.yaml")},
 		Control{ID: CtlStagerLeavesTemp, Claim: "STG-08", Description: "install-cni-plugins leaves its temporary file behind on failure", ExtraArgs: stagerMutant("leaves-temp.yaml")},
 	)
 }

@@ -8,7 +8,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -226,4 +229,71 @@ func writeEntry(tr *tar.Reader, h *tar.Header, p string) error {
 		return os.Chmod(p, mode)
 	}
 	return nil
+}
+
+// imageCache holds each image tarball a lab reads unpacked, once per
+// process: every lab (one per Ordered container) copies its /cni-plugins
+// from there instead of applying the layers again. DropImageCache removes
+// it; a process that dies first leaves it to the next run's sweep (the
+// directory carries ownerFile like a lab's).
+var imageCache = struct {
+	sync.Mutex
+	dir   string
+	byKey map[string]string // tarball identity -> unpacked cni-plugins
+}{byKey: map[string]string{}}
+
+// cachedPlugins copies the /cni-plugins of the image at src into dst,
+// unpacking a tarball only the first time this process sees it.
+func cachedPlugins(src, dst string) error {
+	fi, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return extractPlugins(src, dst)
+	}
+	abs, err := filepath.Abs(src)
+	if err != nil {
+		return err
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	var ino uint64
+	if st != nil {
+		ino = st.Ino
+	}
+	key := fmt.Sprintf("%s\x00%d\x00%d\x00%d", abs, fi.Size(), fi.ModTime().UnixNano(), ino)
+
+	imageCache.Lock()
+	defer imageCache.Unlock()
+	unpacked, ok := imageCache.byKey[key]
+	if !ok {
+		if imageCache.dir == "" {
+			d, err := os.MkdirTemp("", "stager-cni-image-cache-*")
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(d, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+				return errors.Join(err, os.RemoveAll(d))
+			}
+			imageCache.dir = d
+		}
+		unpacked = filepath.Join(imageCache.dir, strconv.Itoa(len(imageCache.byKey)))
+		if err := extractPlugins(src, unpacked); err != nil {
+			return errors.Join(err, os.RemoveAll(unpacked))
+		}
+		imageCache.byKey[key] = unpacked
+	}
+	return copyTree(unpacked, dst)
+}
+
+// DropImageCache removes the unpacked images this process cached.
+func DropImageCache() error {
+	imageCache.Lock()
+	defer imageCache.Unlock()
+	d := imageCache.dir
+	imageCache.dir, imageCache.byKey = "", map[string]string{}
+	if d == "" {
+		return nil
+	}
+	return os.RemoveAll(d)
 }

@@ -148,3 +148,86 @@ func TestCheckImageWithoutPlugins(t *testing.T) {
 		t.Fatalf("got %v, want an error naming the missing /cni-plugins/", err)
 	}
 }
+
+// A tarball is unpacked once per process; every lab copies from the cache,
+// and a rewritten tarball at the same path is unpacked afresh.
+func TestImageTarballUnpackedOncePerProcess(t *testing.T) {
+	t.Cleanup(func() { _ = DropImageCache() })
+	dir := t.TempDir()
+	src := filepath.Join(dir, "fs.tar")
+	if err := os.WriteFile(src, fsTar(t, [][2]string{{"cni-plugins/", ""}, {"cni-plugins/bridge", "one"}}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read := func(dst string) string {
+		t.Helper()
+		if err := cachedPlugins(src, dst); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(dst, "bridge"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if got := read(filepath.Join(dir, "a")) + read(filepath.Join(dir, "b")); got != "oneone" {
+		t.Fatalf("bridge read %q twice, want one each time", got)
+	}
+	if n := len(imageCache.byKey); n != 1 {
+		t.Fatalf("%d unpacked copies of one tarball, want 1", n)
+	}
+	if err := os.WriteFile(src, fsTar(t, [][2]string{{"cni-plugins/", ""}, {"cni-plugins/bridge", "two!"}}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(filepath.Join(dir, "c")); got != "two!" {
+		t.Fatalf("after the tarball changed, bridge is %q, want two!", got)
+	}
+	cache := imageCache.dir
+	if err := DropImageCache(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(cache); !os.IsNotExist(err) {
+		t.Fatalf("the cache %s is still there after DropImageCache: %v", cache, err)
+	}
+}
+
+// The cluster tier's --cni-plugins-image is read from the --images-archive
+// that carries it, as --stager-image is: layers in order.
+func TestClusterImageFromArchive(t *testing.T) {
+	dir := t.TempDir()
+	archive := filepath.Join(dir, "multus.tar")
+	if err := tarball.WriteToFile(archive, name.MustParseReference("localhost/vcf/multus-cni:v4.3.0"), twoLayers(t)); err != nil {
+		t.Fatal(err)
+	}
+	info, found, err := ClusterImage("localhost/vcf/multus-cni:v4.3.0", []string{archive})
+	if err != nil || !found {
+		t.Fatalf("found %v, err %v", found, err)
+	}
+	var got []string
+	for _, e := range info.Entries {
+		got = append(got, e.Name)
+	}
+	if strings.Join(got, " ") != "bridge vlan" {
+		t.Fatalf("/cni-plugins holds %v, want bridge vlan (the whiteout applied)", got)
+	}
+	if _, found, err := ClusterImage("localhost/vcf/other:v1", []string{archive}); found || err != nil {
+		t.Fatalf("an image in no archive: found %v, err %v; want not found, no error", found, err)
+	}
+
+	bare := filepath.Join(dir, "bare.tar")
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(fsTar(t, [][2]string{{"etc/hostname", "x"}}))), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tarball.WriteToFile(bare, name.MustParseReference("localhost/vcf/bare:v1"), img); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckClusterImage("localhost/vcf/bare:v1", []string{bare}); err == nil || !strings.Contains(err.Error(), "no /cni-plugins/") {
+		t.Fatalf("got %v, want an error naming the missing /cni-plugins/", err)
+	}
+}

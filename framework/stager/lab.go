@@ -267,6 +267,31 @@ func (n *Node) inject(f Fault) error {
 		}
 		n.immutable = append(n.immutable, p)
 		return nil
+	case UnclearableTemp:
+		if len(f.Paths) == 0 {
+			return errors.New("no temporary path to make unclearable")
+		}
+		for _, name := range f.Paths {
+			d := filepath.Join(n.Dir, name)
+			if filepath.Dir(d) != n.Dir {
+				return fmt.Errorf("temporary path %q is not a name in /opt/cni/bin", name)
+			}
+			if err := os.RemoveAll(d); err != nil {
+				return err
+			}
+			if err := os.Mkdir(d, 0o755); err != nil {
+				return err
+			}
+			p := filepath.Join(d, pinnedName)
+			if err := os.WriteFile(p, []byte("left by an earlier run; immutable, so no rm clears it\n"), 0o644); err != nil {
+				return err
+			}
+			if err := setImmutable(p, true); err != nil {
+				return err
+			}
+			n.immutable = append(n.immutable, p)
+		}
+		return nil
 	}
 	return fmt.Errorf("unknown fault %d", f.Kind)
 }
@@ -283,6 +308,9 @@ func (n *Node) Close() error {
 		if err := setImmutable(p, false); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("lift the immutable flag of %s: %w", p, err))
 		}
+	}
+	if len(n.immutable) > 0 {
+		liftImmutable(n.base) // the subject may have moved a flagged file
 	}
 	if n.tmpfs {
 		if err := unix.Unmount(n.Dir, unix.MNT_DETACH); err != nil {

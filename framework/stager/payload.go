@@ -93,7 +93,7 @@ func (l *Lab) loadImage(o Options, base *catalog) error {
 	}
 	l.Image = ImageInfo{Ref: l.Subject.Container.Image, Source: o.Image}
 	if o.Image != "" {
-		if err := extractPlugins(o.Image, l.payload); err != nil {
+		if err := cachedPlugins(o.Image, l.payload); err != nil {
 			return fmt.Errorf("--stager-image: %w", err)
 		}
 	} else {

@@ -37,6 +37,8 @@ type Result struct {
 	Duration time.Duration
 	Security Security
 	Notes    []string // what the run could not provide as a kubelet would
+	// Killed: the lab killed the run (StageKilled) before it ended.
+	Killed bool
 }
 
 // Change returns the change of name (Verdict Absent when it never existed).
@@ -69,6 +71,10 @@ const containerPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/
 // own, and snapshots again. An error means the run could not be made; what
 // the subject itself did (exit code, log, files) is in the Result.
 func (l *Lab) Stage(ctx context.Context, n *Node) (Result, error) {
+	return l.stage(ctx, n, nil)
+}
+
+func (l *Lab) stage(ctx context.Context, n *Node, it *interrupt) (Result, error) {
 	res := Result{Scenario: n.Scenario, Security: l.Security, Notes: append([]string{}, l.Security.Notes...), Image: n.imageSummary}
 	before, err := l.cat.take(n.Dir)
 	if err != nil {
@@ -97,9 +103,16 @@ func (l *Lab) Stage(ctx context.Context, n *Node) (Result, error) {
 	defer cancel()
 	start := time.Now()
 	log := &lineClock{}
+	if it != nil {
+		it.start(n.Dir, before)
+	}
 	notes, exitCode, err := inPrivateMountNS(func() ([]string, int, error) {
-		return l.runContained(ctx, n, filepath.Join(run, "root"), termLog, log)
+		return l.runContained(ctx, n, filepath.Join(run, "root"), termLog, log, it)
 	})
+	if it != nil {
+		res.Killed = it.stop()
+		res.Notes = append(res.Notes, it.note)
+	}
 	res.Duration = time.Since(start)
 	res.Notes = append(res.Notes, notes...)
 	res.Log, res.LogTimes = log.done()
@@ -153,7 +166,7 @@ func inPrivateMountNS(fn func() ([]string, int, error)) ([]string, int, error) {
 
 // runContained builds the subject's root at root (see the package
 // diagram), runs it there and waits for it. It runs on the private thread.
-func (l *Lab) runContained(ctx context.Context, n *Node, root, termLog string, log *lineClock) (notes []string, code int, err error) {
+func (l *Lab) runContained(ctx context.Context, n *Node, root, termLog string, log *lineClock, it *interrupt) (notes []string, code int, err error) {
 	code = -1
 	if err := unix.Mount("stager-cni-root", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=64m"); err != nil {
 		return nil, code, fmt.Errorf("mount the root tmpfs: %w", err)
@@ -277,9 +290,15 @@ func (l *Lab) runContained(ctx context.Context, n *Node, root, termLog string, l
 	}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
-	runErr := cmd.Run()
-	if cmd.ProcessState == nil {
-		return notes, code, fmt.Errorf("start %s: %w", strings.Join(l.Subject.Argv(), " "), runErr)
+	if err := cmd.Start(); err != nil {
+		return notes, code, fmt.Errorf("start %s: %w", strings.Join(l.Subject.Argv(), " "), err)
+	}
+	if it != nil {
+		it.watch(cmd.Process.Pid)
+	}
+	_ = cmd.Wait() // the outcome is in ProcessState
+	if it != nil {
+		it.exited()
 	}
 	if ctx.Err() != nil {
 		return notes, code, fmt.Errorf("%s did not finish within %s: %w", InitContainerName, stageTimeout, ctx.Err())

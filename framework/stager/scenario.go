@@ -118,6 +118,7 @@ const (
 	UnreadableSource                            // the image's copy has mode 000
 	ImmutableDestination                        // the node's copy carries the immutable flag
 	FullFileSystem                              // the node directory is a tmpfs with little room left
+	UnclearableTemp                             // the script's temporary path for the plugin is a directory that will not clear
 )
 
 // Fault is one injected cause of failure.
@@ -125,6 +126,9 @@ type Fault struct {
 	Kind   FaultKind
 	Plugin string // the plugin it hits (not for FullFileSystem)
 	Bytes  int64  // FullFileSystem: the room left once the layout is in place
+	// Paths are UnclearableTemp's names in /opt/cni/bin: where the script
+	// under test was seen to write Plugin before publishing it (TempPaths).
+	Paths []string
 }
 
 // DirectoryAt puts a directory where plugin would be written.
@@ -140,6 +144,17 @@ func Immutable(plugin string) Fault { return Fault{Kind: ImmutableDestination, P
 // layout is written: it fills after a plugin or two.
 func FullFS(free int64) Fault { return Fault{Kind: FullFileSystem, Bytes: free} }
 
+// UnclearableAt makes each of paths (names in /opt/cni/bin, found with
+// TempPaths) a directory holding an immutable file: an earlier run's
+// temporary path for plugin that no rm can clear, whatever the
+// capabilities.
+func UnclearableAt(plugin string, paths []string) Fault {
+	return Fault{Kind: UnclearableTemp, Plugin: plugin, Paths: paths}
+}
+
+// pinnedName is the immutable file inside an unclearable temporary path.
+const pinnedName = "pinned"
+
 func (f Fault) String() string {
 	switch f.Kind {
 	case DirectoryAtDestination:
@@ -150,6 +165,8 @@ func (f Fault) String() string {
 		return "an immutable /opt/cni/bin/" + f.Plugin
 	case FullFileSystem:
 		return fmt.Sprintf("a file system that fills up (/opt/cni/bin is a tmpfs with %d MiB free)", f.Bytes>>20)
+	case UnclearableTemp:
+		return fmt.Sprintf("a temporary path for %s that will not clear (/opt/cni/bin/%s: a directory holding an immutable file)", f.Plugin, strings.Join(f.Paths, ", /opt/cni/bin/"))
 	}
 	return "no fault"
 }

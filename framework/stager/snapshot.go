@@ -41,6 +41,8 @@ type File struct {
 	// plugin; Of names that copy ("v1.9.1/bridge").
 	Pristine bool
 	Of       string
+	// Entries are a directory's entry names, sorted.
+	Entries []string
 }
 
 // Describe is the file's identity for a report: "v1.9.1", "v1.9.1 (modified)",
@@ -247,6 +249,8 @@ func (c *catalog) describe(p string) (File, error) {
 			return f, err
 		}
 		f.Hash = hashNames(names)
+		f.Entries = append([]string{}, names...)
+		sort.Strings(f.Entries)
 	case fi.Mode()&fs.ModeSymlink != 0:
 		f.Kind = "symlink"
 		t, err := os.Readlink(p)

@@ -35,12 +35,7 @@ func sweep(base string) error {
 			errs = append(errs, err)
 			continue
 		}
-		_ = filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
-			if err == nil && e.Type().IsRegular() {
-				_ = setImmutable(p, false)
-			}
-			return nil
-		})
+		liftImmutable(d)
 		if err := os.RemoveAll(d); err != nil {
 			errs = append(errs, fmt.Errorf("sweep a dead run's %s: %w", d, err))
 		}
@@ -68,4 +63,14 @@ func unmountUnder(dir string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// liftImmutable clears the immutable flag of every regular file under dir.
+func liftImmutable(dir string) {
+	_ = filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
+		if err == nil && e.Type().IsRegular() {
+			_ = setImmutable(p, false)
+		}
+		return nil
+	})
 }

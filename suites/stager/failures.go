@@ -2,6 +2,7 @@ package stager
 
 import (
 	"regexp"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -83,7 +84,9 @@ var _ = Describe("Staging when plugins cannot be written", labels.Stager, func()
 					if c.Before == nil {
 						Expect(c.Verdict).To(Equal(stager.Absent), "%s: nothing must appear where there was none\n%s", p, describeRun(res))
 					} else {
-						Expect(c.Verdict).To(Equal(stager.Untouched), "%s: the node's %s must stay as it was\n%s", p, c.Before.Describe(), describeRun(res))
+						// A directory at the destination stays as it was: it gains no entries (the
+						// plugin moved into it is not "left as it was", and is no plugin either).
+						Expect(c.Verdict).To(Equal(stager.Untouched), "%s: the node's %s must stay as it was%s\n%s", p, c.Before.Describe(), gained(c), describeRun(res))
 					}
 				}
 			})
@@ -132,6 +135,27 @@ var _ = Describe("Staging when plugins cannot be written", labels.Stager, func()
 		})
 	}
 })
+
+// gained says which entries a directory at the destination gained.
+func gained(c stager.Change) string {
+	if c.Before == nil || c.After == nil || c.Before.Kind != "dir" || c.After.Kind != "dir" {
+		return ""
+	}
+	had := map[string]bool{}
+	for _, e := range c.Before.Entries {
+		had[e] = true
+	}
+	var out []string
+	for _, e := range c.After.Entries {
+		if !had[e] {
+			out = append(out, e)
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "; the directory gained " + strings.Join(out, ", ")
+}
 
 // installedAfter lists the plugins staging attempts after plugin that
 // ended up installed, in that order.
