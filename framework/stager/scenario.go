@@ -8,14 +8,14 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	stagerfixtures "github.com/cozystack/vlan-conformance/fixtures/stager"
 )
 
 // StagedPlugins are the 14 upstream reference plugins the guide says staging
-// installs, in the order an alphabetical list or glob attempts them.
-var StagedPlugins = []string{
-	"bandwidth", "bridge", "firewall", "host-device", "host-local", "ipvlan", "macvlan",
-	"portmap", "ptp", "sbr", "static", "tuning", "vlan", "vrf",
-}
+// installs, in the order an alphabetical list or glob attempts them
+// (fixtures/stager/staged-plugins.txt, the one list).
+var StagedPlugins = stagerfixtures.StagedPlugins()
 
 // LeftAlone are the reference plugins staging never writes.
 var LeftAlone = []string{"dhcp", "dummy", "loopback", "tap"}

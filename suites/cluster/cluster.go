@@ -20,6 +20,7 @@ import (
 	"github.com/cozystack/vlan-conformance/fixtures"
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/stager"
 	"github.com/cozystack/vlan-conformance/suites/labels"
 	"github.com/cozystack/vlan-conformance/suites/skip"
 )
@@ -170,8 +171,8 @@ func diffFiles(before, after map[string]platform.FileState) []string {
 // The 14 plugins the stager installs (CLAIMS.md STG-01) and the names it
 // must leave alone (STG-02).
 var (
-	stagedPlugins = []string{"bandwidth", "bridge", "firewall", "host-device", "host-local", "ipvlan", "macvlan", "portmap", "ptp", "sbr", "static", "tuning", "vlan", "vrf"}
-	leftAlone     = []string{"loopback", "dhcp", "dummy", "tap", "vcf-foreign-plugin"}
+	stagedPlugins = stager.StagedPlugins
+	leftAlone     = append(slices.Clone(stager.LeftAlone), "vcf-foreign-plugin")
 )
 
 // Not labelled stager (that label selects the specs needing no platform):
