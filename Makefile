@@ -27,7 +27,7 @@ SUITE := $(BIN)/suites.test
 DRIVER := $(BIN)/conformance
 GOFILES := $(shell find . -name '*.go' -not -path './.cache/*' -not -path './bin/*') go.mod go.sum
 
-.PHONY: all build plugins conformance selftest test unit bench vet lint clean deps vendor-check cleanup-check
+.PHONY: all build plugins conformance selftest test unit netplan-check bench vet lint clean deps vendor-check cleanup-check
 
 all: build
 
@@ -68,6 +68,13 @@ lint: deps
 unit:
 	$(GO) test $$($(GO) list ./... | grep -v /suites)
 
+# framework/cloudinit against Debian's real netplan and cloud-init: every
+# userData the specs and controls use, rendered by `netplan generate` in a
+# cached Debian root (images/guest-debian/netplan-root.sh; root only).
+netplan-check:
+	root=$$(images/guest-debian/netplan-root.sh | tail -1) && \
+	  VCF_NETPLAN_ROOT=$$root VCF_NETPLAN_REQUIRED=1 $(GO) test -count=1 -v -run 'TestNetplanCrossCheck|TestControlVariantInSync' ./framework/cloudinit
+
 # The main job: the lab tier (in the lab VM when the kernel lacks 8021q).
 conformance: build
 	$(DRIVER) run $(ARGS)
@@ -90,7 +97,7 @@ cleanup-check: build
 	@if $(DRIVER) preflight >/dev/null 2>&1; then scripts/cleanup-check.sh; \
 	else $(BIN)/labvm-smoke -cache $(VCF_CACHE)/labvm -workdir $(CURDIR) -- $(CURDIR)/scripts/cleanup-check.sh; fi
 
-test: deps lint vet unit cluster-dry-run cluster-cabling conformance selftest vendor-check cleanup-check
+test: deps lint vet unit netplan-check cluster-dry-run cluster-cabling conformance selftest vendor-check cleanup-check
 
 clean:
 	rm -rf $(BIN) reports/junit.xml reports/*.md reports/*.json reports/artifacts
