@@ -85,6 +85,10 @@ selftest: build
 
 bench: build
 	$(DRIVER) bench $(ARGS)
+	@# The guests' boot to login under QEMU TCG, as their smoke tests last measured it.
+	@for g in guest guest-debian; do f=$(OFFLINE_CACHE)/work/$$g/boot-to-login; \
+	  if [ -s "$$f" ]; then echo "boot to login, $$g (images/$$g/smoke.sh, TCG): $$(cat "$$f") s"; \
+	  else echo "boot to login, $$g: not measured (run images/$$g/build.sh, then images/$$g/smoke.sh)"; fi; done
 
 # Vendor mode against an external gateway the check itself creates (in the
 # lab VM when the kernel lacks 8021q).
