@@ -36,8 +36,15 @@ modules=(virtio_pci virtio_net virtio_blk virtio_scsi virtio_balloon virtio_cons
 	sd_mod sr_mod ahci isofs vfat nls_utf8 nls_cp437 nls_ascii nls_iso8859_1
 	button evdev 8021q)
 # Units a VM that lives minutes in a test never needs: timers, getty on a
-# VGA console KubeVirt does not show, first-boot prompts on the serial line.
-mask=(apt-daily.timer apt-daily-upgrade.timer dpkg-db-backup.timer e2scrub_all.timer e2scrub_reap.service
+# VGA console KubeVirt does not show, first-boot prompts on the serial line,
+# and early units whose work a RAM root already has (users made by the
+# packages, no machine-id to commit, a volatile journal). With one vCPU,
+# each of them takes time from cloud-init, which login waits for.
+mask=(dev-hugepages.mount dev-mqueue.mount kmod-static-nodes.service modprobe@drm.service
+	systemd-ask-password-console.path systemd-ask-password-wall.path systemd-journal-flush.service
+	systemd-machine-id-commit.service systemd-random-seed.service systemd-sysusers.service
+	systemd-update-utmp.service systemd-update-utmp-runlevel.service
+	apt-daily.timer apt-daily-upgrade.timer dpkg-db-backup.timer e2scrub_all.timer e2scrub_reap.service
 	fstrim.timer systemd-firstboot.service systemd-pstore.service systemd-repart.service
 	systemd-pcrphase.service systemd-pcrphase-sysinit.service systemd-binfmt.service
 	proc-sys-fs-binfmt_misc.automount sys-kernel-debug.mount sys-kernel-tracing.mount

@@ -203,7 +203,9 @@ run arping -c 1 -w 5 -I enp2s0 203.0.113.1
 check "arping reaches the VLAN gateway" '[Uu]nicast reply from 203\.0\.113\.1'
 run ping -c 1 -W 5 203.0.113.1
 check "ping reaches the VLAN gateway" '1 received'
-run "SYSTEMD_COLORS=0 systemd-analyze | head -n 1"
+run python3 -c "'import socket; print(socket.AF_PACKET)'"
+check "python3 with AF_PACKET sockets (the cluster tier's ARP prober)" '^17$'
+run "SYSTEMD_COLORS=0 systemd-analyze | head -n 1; free -m | sed -n 2p; df -m / | tail -n 1"
 echo "    guest's own count: $out"
 echo system_powerdown >&4
 t_pd=$(date +%s)
