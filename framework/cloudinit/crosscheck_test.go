@@ -53,17 +53,25 @@ func mtuAndRoutes(ud string) string {
 }
 
 // crossCheckCases: the guide's userData at the addresses the specs give
-// their guests, and each control's variant.
+// their guests (suites/datapath: GuestAddr + 0, 1, 2, 10, 20; suites/arp:
+// + 30 and up), with and without the cluster tier's console login, and each
+// control's variant of it.
 func crossCheckCases() map[string]string {
 	guide := fixtures.CloudInit("203.0.113.10/24")
-	return map[string]string{
+	cases := map[string]string{
 		"guide":                             guide,
 		"guide+console-login":               guide + consoleLogin,
-		"second-guest":                      fixtures.CloudInit("203.0.113.11/24") + consoleLogin,
-		"arp-spec-guest":                    fixtures.CloudInit("203.0.113.40/24"),
 		"VLAN-07/default-route-on-vlan-nic": defaultRouteOnVLAN(guide) + consoleLogin,
 		"subset:mtu+gateway4+metric-route":  mtuAndRoutes(guide),
 	}
+	for _, n := range []int{1, 2, 10, 20, 31} {
+		a := netip.MustParseAddr("203.0.113.10")
+		for i := 0; i < n; i++ {
+			a = a.Next()
+		}
+		cases[fmt.Sprintf("spec-address+%d", n)] = fixtures.CloudInit(a.String()+"/24") + consoleLogin
+	}
+	return cases
 }
 
 func TestNetplanCrossCheck(t *testing.T) {
