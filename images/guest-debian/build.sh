@@ -109,6 +109,11 @@ systemctl --root="$root" mask "${mask[@]}" >/dev/null 2>&1 ||
 ln -sf /lib/systemd/system/systemd-networkd.service "$root/etc/systemd/system/multi-user.target.wants/systemd-networkd.service"
 mkdir -p "$root/etc/systemd/system/sockets.target.wants"
 ln -sf /lib/systemd/system/systemd-networkd.socket "$root/etc/systemd/system/sockets.target.wants/systemd-networkd.socket"
+# The serial login only once cloud-init's config stage has set the
+# password: Debian starts the getty after cloud-init's network stage (the
+# user exists) but before set-passwords, so the first logins are refused.
+mkdir -p "$root/etc/systemd/system/serial-getty@ttyS0.service.d"
+printf '[Unit]\nAfter=cloud-config.service\n' >"$root/etc/systemd/system/serial-getty@ttyS0.service.d/vcf-after-cloud-config.conf"
 mkdir -p "$root/etc/systemd/journald.conf.d"
 printf '[Journal]\nStorage=volatile\n' >"$root/etc/systemd/journald.conf.d/vcf.conf"
 sed "s/@USER@/$guest_user/" images/guest-debian/cloud.cfg >"$root/etc/cloud/cloud.cfg.d/90-vcf.cfg"

@@ -185,7 +185,7 @@ RUN_TIMEOUT=240 run cloud-init status --wait --long
 check "cloud-init status --wait: done, from the NoCloud seed" 'DataSourceNoCloud'
 grep -qE '^status: done$' <<<"$out" || fail "cloud-init did not finish cleanly: $out"
 if [ -n "${SMOKE_DEBUG:-}" ]; then
-	run "systemd-analyze; systemd-analyze critical-chain serial-getty@ttyS0.service; systemd-analyze blame | head -n 20; cloud-init analyze show"
+	run "systemd-analyze; systemd-analyze critical-chain serial-getty@ttyS0.service; systemd-analyze blame | head -n 20; cloud-init analyze show; grep -E 'Running command|Cloud-init v|Finished' /var/log/cloud-init.log | cut -c1-200"
 	echo "$out"
 fi
 run "grep -c 'Running command \[.sh.' /var/log/cloud-init.log; grep -o 'Cloud-init v\. [0-9.]*' /var/log/cloud-init.log | sort -u"
