@@ -27,7 +27,7 @@ SUITE := $(BIN)/suites.test
 DRIVER := $(BIN)/conformance
 GOFILES := $(shell find . -name '*.go' -not -path './.cache/*' -not -path './bin/*') go.mod go.sum
 
-.PHONY: all build plugins conformance selftest test unit docs bench vet lint clean deps vendor-check cleanup-check
+.PHONY: all build plugins conformance selftest test unit docs netplan-check bench vet lint clean deps vendor-check cleanup-check
 
 all: build
 
@@ -80,6 +80,13 @@ docs:
 native_or_labvm = if $(DRIVER) preflight >/dev/null 2>&1; then $(1); \
 	else $(BIN)/labvm-smoke -cache $(VCF_CACHE)/labvm -workdir $(CURDIR) -- $(CURDIR)/$(1); fi
 
+# framework/cloudinit against Debian's real netplan and cloud-init: every
+# userData the specs and controls use, rendered by `netplan generate` in a
+# cached Debian root (images/guest-debian/netplan-root.sh; root only).
+netplan-check:
+	root=$$(images/guest-debian/netplan-root.sh | tail -1) && \
+	  VCF_NETPLAN_ROOT=$$root VCF_NETPLAN_REQUIRED=1 $(GO) test -count=1 -v -run 'TestNetplanCrossCheck|TestControlVariantInSync' ./framework/cloudinit
+
 # The main job: the lab tier (in the lab VM when the kernel lacks 8021q).
 conformance: build
 	$(DRIVER) run $(ARGS)
@@ -90,6 +97,10 @@ selftest: build
 
 bench: build
 	$(DRIVER) bench $(ARGS)
+	@# The guests' boot to login under QEMU TCG, as their smoke tests last measured it.
+	@for g in guest guest-debian; do f=$(OFFLINE_CACHE)/work/$$g/boot-to-login; \
+	  if [ -s "$$f" ]; then echo "boot to login, $$g (images/$$g/smoke.sh, TCG): $$(cat "$$f") s"; \
+	  else echo "boot to login, $$g: not measured (run images/$$g/build.sh, then images/$$g/smoke.sh)"; fi; done
 
 # Vendor mode against an external gateway the check itself creates (in the
 # lab VM when the kernel lacks 8021q).
@@ -100,7 +111,7 @@ vendor-check: build
 cleanup-check: build
 	@$(call native_or_labvm,scripts/cleanup-check.sh)
 
-test: deps lint vet unit cluster-dry-run cluster-cabling conformance selftest vendor-check cleanup-check
+test: deps lint vet unit netplan-check cluster-dry-run cluster-cabling conformance selftest vendor-check cleanup-check
 
 clean:
 	rm -rf $(BIN) reports/junit.xml reports/*.md reports/*.json reports/artifacts

@@ -32,7 +32,7 @@ out=$cache/images/guest.tar
 stamp=$cache/images/guest.stamp
 bindir=$cache/bin/guest/$GUEST_VERSION
 imgtool=$cache/bin/imgtool
-mkdir -p "$work/dl" "$cache/images" "$bindir"
+mkdir -p "$cache/images" "$bindir"
 
 # The guest's default user (cloud-init's default_user): the suite's
 # --guest-user default, as on the guide's Ubuntu image.
@@ -48,29 +48,10 @@ modules=(virtio_pci virtio_net virtio_blk virtio_scsi virtio_balloon virtio_cons
 
 log() { echo "==> $*" >&2; }
 
-# 1. Kernel: the .deb once (apt's ordinary download), unpacked once.
-deb=$(find "$work/dl" -maxdepth 1 -name "${GUEST_KERNEL_PACKAGE}_*.deb" | sort | tail -1)
-if [ -z "$deb" ]; then
-	log "downloading $GUEST_KERNEL_PACKAGE (apt-get download, ~70 MB)"
-	(cd "$work/dl" && apt-get download "$GUEST_KERNEL_PACKAGE" 2>&1 | grep -v '^W: Download is performed unsandboxed' >&2) ||
-		{ echo "guest: apt-get download $GUEST_KERNEL_PACKAGE failed (the mirror may have dropped it: set GUEST_KERNEL_PACKAGE in images/versions.env to what 'apt-cache depends linux-image-amd64' names)" >&2; exit 1; }
-	deb=$(find "$work/dl" -maxdepth 1 -name "${GUEST_KERNEL_PACKAGE}_*.deb" | sort | tail -1)
-fi
-kernel_sum=$(sha256sum "$deb" | cut -d' ' -f1)
+# 1. Kernel: the .deb once, unpacked once (shared with images/guest-debian).
+kx=$(images/guest/kernel.sh | tail -1)
+kernel_sum=$(cat "$kx.sum")
 rel=${GUEST_KERNEL_PACKAGE#linux-image-}
-kx=$work/kernel-$rel
-if [ "$(cat "$kx.sum" 2>/dev/null)" != "$kernel_sum" ]; then
-	log "unpacking $(basename "$deb")"
-	rm -rf "$kx" && mkdir -p "$kx"
-	dpkg-deb -x "$deb" "$kx"
-	vmlinuz=$kx/boot/vmlinuz-$rel
-	off=$(LC_ALL=C grep -m1 -obUaP '\xfd7zXZ\x00' "$vmlinuz" | cut -d: -f1)
-	[ -n "$off" ] || { echo "guest: no XZ payload in $vmlinuz" >&2; exit 1; }
-	# xz stops after the first stream; tail's SIGPIPE then is expected.
-	(set +o pipefail; tail -c +$((off + 1)) "$vmlinuz" | xz -dc --single-stream >"$kx/vmlinux")
-	[ "$(head -c 4 "$kx/vmlinux" | od -An -tx1 | tr -d ' ')" = 7f454c46 ] || { echo "guest: $vmlinuz holds no ELF kernel" >&2; exit 1; }
-	echo "$kernel_sum" >"$kx.sum"
-fi
 
 # 2. Userland: a minbase rootfs (cached by images/rootfs).
 log "rootfs (images/rootfs/rootfs.sh guest bookworm ${packages[*]})"
@@ -87,7 +68,7 @@ want=$(printf '%s\n' "version=$GUEST_VERSION" "kernel=$kernel_sum" "user=$guest_
 	"modules=${modules[*]}" "rootfs=$(sha256sum <"$rootfs" | cut -d' ' -f1)" \
 	"guest=$(sha256sum <"$bindir/vcf-guest" | cut -d' ' -f1)" \
 	"imgtool=$(sha256sum <"$imgtool" 2>/dev/null | cut -d' ' -f1)" \
-	"script=$(cat images/guest/build.sh images/guest/cloud.cfg | sha256sum | cut -d' ' -f1)")
+	"script=$(cat images/guest/build.sh images/guest/kernel.sh images/guest/cloud.cfg | sha256sum | cut -d' ' -f1)")
 if [ -s "$out" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
 	echo "cached: guest image $ref ($out)" >&2
 	echo "==> guest: done in $(($(date +%s) - t0)) s" >&2

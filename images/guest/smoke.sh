@@ -215,4 +215,6 @@ echo "ok: failing runcmd -> status: error, exit 1"
 checks=$((checks + 1))
 stop
 
+# For `make bench`, beside the real guest's (images/guest-debian/smoke.sh).
+printf '%s\n' "$boot_s" >"$work/boot-to-login"
 echo "==> smoke: PASS ($checks checks; boot to login prompt ${boot_s}s)"
