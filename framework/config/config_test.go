@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cozystack/vlan-conformance/framework/claims"
 )
 
 func parse(t *testing.T, args ...string) error {
@@ -99,9 +101,31 @@ func TestValidateListsEveryProblem(t *testing.T) {
 }
 
 func TestEveryControlNamesAClaim(t *testing.T) {
+	known := map[string]bool{}
+	for _, c := range claims.All {
+		known[c.ID] = true
+	}
 	for _, c := range Controls() {
 		if !strings.HasPrefix(c.ID, c.Claim+"/") {
 			t.Errorf("control %s: ID must start with its claim %s", c.ID, c.Claim)
+		}
+		if !known[c.Claim] {
+			t.Errorf("control %s: claim %s is not in framework/claims", c.ID, c.Claim)
+		}
+	}
+}
+
+// A claim the lab tier proves has a control that must make its spec fail
+// (README, "Adding a claim"). Cluster-only claims have no lab subject to
+// break, and selftest runs the lab tier.
+func TestEveryLabClaimHasAControl(t *testing.T) {
+	controlled := map[string]bool{}
+	for _, c := range Controls() {
+		controlled[c.Claim] = true
+	}
+	for _, c := range claims.All {
+		if c.Tier == "" && !controlled[c.ID] {
+			t.Errorf("%s: no negative control names it (register one in framework/config/controls_*.go)", c.ID)
 		}
 	}
 }

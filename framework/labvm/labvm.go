@@ -16,19 +16,15 @@
 package labvm
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -176,36 +172,6 @@ wait:
 		v.err, filepath.Join(cfg.CacheDir, "console.log"), v.consoleTail())
 }
 
-var envKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// runScript is what the guest's chroot shell runs: environment, cwd, command.
-func runScript(cfg Config) (string, error) {
-	var b strings.Builder
-	b.WriteString("cd " + shQuote(filepath.Clean(cfg.WorkDir)) + " || exit 126\n")
-	env := append([]string{
-		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"HOME=/root", "LANG=C.UTF-8",
-	}, cfg.Env...)
-	for _, kv := range append(env, "LABVM=1") {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || !envKey.MatchString(k) {
-			return "", fmt.Errorf("labvm: bad Env entry %q", kv)
-		}
-		b.WriteString("export " + k + "=" + shQuote(v) + "\n")
-	}
-	b.WriteString("exec")
-	for _, a := range cfg.Command {
-		b.WriteString(" " + shQuote(a))
-	}
-	b.WriteString("\n")
-	return b.String(), nil
-}
-
-// qemuEscape escapes commas, QEMU's option separator.
-func qemuEscape(s string) string { return strings.ReplaceAll(s, ",", ",,") }
-
-func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-
 // tail copies path to w as it grows until stop is closed, then drains it.
 func tail(path string, w io.Writer, mu *sync.Mutex, stop <-chan struct{}) {
 	if w == nil {
@@ -235,167 +201,4 @@ func tail(path string, w io.Writer, mu *sync.Mutex, stop <-chan struct{}) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-// vm is a running QEMU whose serial console goes to CacheDir/console.log.
-type vm struct {
-	cmd      *exec.Cmd
-	started  time.Time
-	marker   chan struct{} // closed when the console shows the marker line
-	markedAt time.Time
-	exited   chan struct{} // closed after QEMU exited and the console was read
-	err      error         // QEMU's exit status
-
-	mu   sync.Mutex
-	last []string // console tail
-}
-
-func (v *vm) consoleTail() string {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return strings.Join(v.last, "\n")
-}
-
-// startVM starts QEMU. extraAppend is added to the kernel command line; the
-// marker awaited is markerProbe when extraAppend asks for a probe.
-func startVM(ctx context.Context, cfg Config, k KernelInfo, initrd, accel string, mem int, extraAppend string, shares []string) (*vm, error) {
-	cpu := "max"
-	if accel == "kvm" {
-		cpu = "host"
-	}
-	// LABVM_APPEND adds kernel parameters when debugging (e.g. "loglevel=7").
-	appendLine := strings.TrimSpace("console=ttyS0 quiet panic=-1 rdinit=/init acpi=noirq cryptomgr.notests " + extraAppend + " " + os.Getenv("LABVM_APPEND"))
-	args := []string{
-		"-accel", accel, "-cpu", cpu, "-m", strconv.Itoa(mem), "-smp", "1",
-		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
-		"-serial", "stdio",
-		"-kernel", k.Vmlinux, "-initrd", initrd, "-append", appendLine,
-	}
-	for _, s := range shares {
-		args = append(args, "-virtfs", s)
-	}
-	marker := markerStart
-	if extraAppend != "" {
-		marker = markerProbe
-	}
-
-	// Written under a unique name and renamed to console.log at the end, so
-	// that concurrent VMs do not interleave their logs.
-	logf, err := os.CreateTemp(cfg.CacheDir, "console-*.log")
-	if err != nil {
-		return nil, err
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		logf.Close()
-		os.Remove(logf.Name())
-		return nil, err
-	}
-	cmd := exec.CommandContext(ctx, "qemu-system-x86_64", args...)
-	cmd.Stdout, cmd.Stderr = w, w // console and QEMU's own errors
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	v := &vm{cmd: cmd, marker: make(chan struct{}), exited: make(chan struct{})}
-	v.started = time.Now()
-	err = cmd.Start()
-	w.Close()
-	if err != nil {
-		r.Close()
-		logf.Close()
-		os.Remove(logf.Name())
-		return nil, fmt.Errorf("labvm: start qemu: %w", err)
-	}
-
-	consoleDone := make(chan struct{})
-	go func() {
-		defer close(consoleDone)
-		defer os.Rename(logf.Name(), filepath.Join(cfg.CacheDir, "console.log"))
-		defer logf.Close()
-		defer r.Close()
-		br := bufio.NewReader(r)
-		for {
-			line, err := br.ReadString('\n')
-			logf.WriteString(line)
-			if l := strings.TrimRight(line, "\r\n"); l != "" {
-				if strings.Contains(l, marker) && v.markedAt.IsZero() {
-					v.markedAt = time.Now()
-					close(v.marker)
-				}
-				v.mu.Lock()
-				if v.last = append(v.last, l); len(v.last) > 40 {
-					v.last = v.last[1:]
-				}
-				v.mu.Unlock()
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	go func() {
-		v.err = cmd.Wait()
-		<-consoleDone
-		close(v.exited)
-	}()
-	return v, nil
-}
-
-// Variables so that tests can fake a KVM host.
-var (
-	kvmDevice    = "/dev/kvm"
-	probeTimeout = 20 * time.Second
-)
-
-// chooseAccel returns "kvm" when KVM really works, else "tcg". The verdict of
-// the boot probe is cached per host kernel release; LABVM_ACCEL overrides.
-func chooseAccel(ctx context.Context, cfg Config, k KernelInfo, initrd string) (string, error) {
-	switch a := os.Getenv("LABVM_ACCEL"); a {
-	case "kvm", "tcg":
-		return a, nil
-	case "":
-	default:
-		return "", fmt.Errorf("labvm: LABVM_ACCEL=%q, want kvm or tcg", a)
-	}
-	f, err := os.OpenFile(kvmDevice, os.O_RDWR, 0)
-	if err != nil {
-		return "tcg", nil
-	}
-	f.Close()
-	hostRel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
-	cache := filepath.Join(cfg.CacheDir, "accel-"+strings.TrimSpace(string(hostRel)))
-	if b, err := os.ReadFile(cache); err == nil {
-		if a := strings.TrimSpace(string(b)); a == "kvm" || a == "tcg" {
-			return a, nil
-		}
-	}
-	progress(cfg, "labvm: probing KVM (once per host kernel)")
-	verdict, err := probeKVM(ctx, cfg, k, initrd)
-	if err != nil {
-		return "", err
-	}
-	progress(cfg, "labvm: KVM probe says %s", verdict)
-	return verdict, writeAtomic(cache, []byte(verdict+"\n"), 0o644)
-}
-
-// probeKVM boots a KVM guest that only prints a marker: a KVM that hangs at the
-// first guest instructions (seen on nested hosts) never gets there.
-func probeKVM(ctx context.Context, cfg Config, k KernelInfo, initrd string) (string, error) {
-	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	v, err := startVM(pctx, cfg, k, initrd, "kvm", 256, "labvm.probe", nil)
-	if err != nil {
-		return "", err
-	}
-	verdict := "tcg"
-	select {
-	case <-v.marker:
-		verdict = "kvm"
-	case <-v.exited:
-	case <-pctx.Done():
-	}
-	cancel()
-	<-v.exited
-	if ctx.Err() != nil {
-		return "", fmt.Errorf("labvm: %w", ctx.Err())
-	}
-	return verdict, nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"regexp"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -30,70 +29,7 @@ type Subject struct {
 	Volumes map[string]Volume
 }
 
-// Container is the subset of a Kubernetes container the run honours.
-type Container struct {
-	Name                     string           `json:"name"`
-	Image                    string           `json:"image"`
-	Command                  []string         `json:"command"`
-	Args                     []string         `json:"args"`
-	WorkingDir               string           `json:"workingDir"`
-	Env                      []EnvVar         `json:"env"`
-	SecurityContext          *SecurityContext `json:"securityContext"`
-	VolumeMounts             []VolumeMount    `json:"volumeMounts"`
-	TerminationMessagePath   string           `json:"terminationMessagePath"`
-	TerminationMessagePolicy string           `json:"terminationMessagePolicy"`
-}
-
-// EnvVar is one environment entry; only literal values can be honoured.
-type EnvVar struct {
-	Name      string `json:"name"`
-	Value     string `json:"value"`
-	ValueFrom any    `json:"valueFrom"`
-}
-
-// SecurityContext is a container's securityContext.
-type SecurityContext struct {
-	RunAsUser                *int64        `json:"runAsUser"`
-	RunAsGroup               *int64        `json:"runAsGroup"`
-	RunAsNonRoot             *bool         `json:"runAsNonRoot"`
-	Privileged               *bool         `json:"privileged"`
-	AllowPrivilegeEscalation *bool         `json:"allowPrivilegeEscalation"`
-	ReadOnlyRootFilesystem   *bool         `json:"readOnlyRootFilesystem"`
-	Capabilities             *Capabilities `json:"capabilities"`
-}
-
-// Capabilities are added to and dropped from the runtime's default set.
-type Capabilities struct {
-	Add  []string `json:"add"`
-	Drop []string `json:"drop"`
-}
-
-// PodSecurityContext is the pod-level securityContext.
-type PodSecurityContext struct {
-	RunAsUser    *int64 `json:"runAsUser"`
-	RunAsGroup   *int64 `json:"runAsGroup"`
-	RunAsNonRoot *bool  `json:"runAsNonRoot"`
-}
-
-// VolumeMount is one of the container's mounts.
-type VolumeMount struct {
-	Name      string `json:"name"`
-	MountPath string `json:"mountPath"`
-	ReadOnly  bool   `json:"readOnly"`
-}
-
-// Volume is a pod volume; only hostPath and emptyDir are told apart.
-type Volume struct {
-	Name     string    `json:"name"`
-	HostPath *HostPath `json:"hostPath"`
-	EmptyDir any       `json:"emptyDir"`
-}
-
-// HostPath is a hostPath volume source.
-type HostPath struct {
-	Path string `json:"path"`
-}
-
+// podSpec is the part of a pod template the subject is found in.
 type podSpec struct {
 	InitContainers  []Container         `json:"initContainers"`
 	Volumes         []Volume            `json:"volumes"`
@@ -123,6 +59,7 @@ type object struct {
 	Items []object `json:"items"`
 }
 
+// podSpec is the pod template of a workload, a CronJob or a Pod.
 func (o object) podSpec() (podSpec, bool) {
 	switch {
 	case o.Spec.Template != nil:
@@ -145,10 +82,6 @@ func LoadSubject(path string) (Subject, error) {
 	}
 	return ParseSubject(data, path)
 }
-
-// templatePlaceholder stands in for an inline {{ ... }} action, so that the
-// YAML around it still parses and a templated command can be recognised.
-const templatePlaceholder = "__HELM_TEMPLATE__"
 
 // ParseSubject is LoadSubject on bytes; source names them in errors.
 func ParseSubject(data []byte, source string) (Subject, error) {
@@ -248,139 +181,6 @@ func (s Subject) TerminationMessagePath() string {
 	}
 	return "/dev/termination-log"
 }
-
-// --- template tolerance ---------------------------------------------------
-
-// directiveLine is a line holding nothing but template actions, such as
-// `{{- if .Values.networking.stageCniPlugins }}` or `{{- end }}`.
-var directiveLine = regexp.MustCompile(`^\s*(\{\{.*?\}\}\s*)+$`)
-
-// inlineAction is one {{ ... }} action inside a line of YAML.
-var inlineAction = regexp.MustCompile(`\{\{.*?\}\}`)
-
-// controlAction is an action that renders no text of its own.
-var controlAction = regexp.MustCompile(`^\{\{-?\s*(if|else|end|with|range|define|block|break|continue|/\*|\$[A-Za-z0-9_]*\s*:?=)`)
-
-type droppedLine struct {
-	line    int // 1-based, in the original text
-	text    string
-	control bool // renders no text (if/else/end/...), as opposed to include/toYaml/...
-}
-
-type templateInfo struct {
-	lines   []string // the original lines
-	dropped []droppedLine
-	inline  int // inline actions replaced by the placeholder
-}
-
-// stripTemplates drops lines that are only template actions and replaces
-// inline actions by a placeholder, keeping line numbers (dropped lines
-// become empty lines).
-func stripTemplates(text string) (string, templateInfo) {
-	info := templateInfo{lines: strings.Split(text, "\n")}
-	out := make([]string, len(info.lines))
-	for i, l := range info.lines {
-		switch {
-		case directiveLine.MatchString(l):
-			t := strings.TrimSpace(l)
-			info.dropped = append(info.dropped, droppedLine{line: i + 1, text: t, control: allControl(t)})
-			out[i] = ""
-		case inlineAction.MatchString(l):
-			info.inline += len(inlineAction.FindAllString(l, -1))
-			out[i] = inlineAction.ReplaceAllString(l, templatePlaceholder)
-		default:
-			out[i] = l
-		}
-	}
-	return strings.Join(out, "\n"), info
-}
-
-func allControl(line string) bool {
-	for _, a := range inlineAction.FindAllString(line, -1) {
-		if !controlAction.MatchString(a) {
-			return false
-		}
-	}
-	return true
-}
-
-// checkCommand refuses a container whose command or args were templated:
-// the script the suite would run is not the one the chart renders.
-func (t templateInfo) checkCommand(c Container) error {
-	for _, a := range append(append([]string{}, c.Command...), c.Args...) {
-		if strings.Contains(a, templatePlaceholder) {
-			return fmt.Errorf("the command of %s contains template actions ({{ ... }}); render the chart with `helm template` and pass the result", InitContainerName)
-		}
-	}
-	if len(t.dropped) == 0 {
-		return nil
-	}
-	start, end, ok := containerLines(t.lines)
-	if !ok {
-		return nil
-	}
-	var field string
-	fieldIndent := -1
-	for i := start; i < end; i++ {
-		l := t.lines[i]
-		if strings.TrimSpace(l) == "" || directiveLine.MatchString(l) {
-			for _, d := range t.dropped {
-				if d.line != i+1 {
-					continue
-				}
-				if field == "command" || field == "args" {
-					return fmt.Errorf("line %d: template action %s inside the %s of %s; render the chart with `helm template` and pass the result", d.line, d.text, field, InitContainerName)
-				}
-				if !d.control {
-					return fmt.Errorf("line %d: part of %s is generated by a template (%s); render the chart with `helm template` and pass the result", d.line, InitContainerName, d.text)
-				}
-			}
-			continue
-		}
-		ind := indentOf(l)
-		if i == start {
-			// "- name: install-cni-plugins": keys sit after the dash.
-			fieldIndent = ind + strings.Index(l[ind:], "name")
-			field = "name"
-			continue
-		}
-		if ind == fieldIndent {
-			k := strings.TrimSpace(l)
-			if j := strings.Index(k, ":"); j > 0 {
-				field = k[:j]
-			}
-		}
-	}
-	return nil
-}
-
-// containerLines finds the lines of the list item `- name: install-cni-plugins`
-// in the original text: [start, end).
-func containerLines(lines []string) (int, int, bool) {
-	item := regexp.MustCompile(`^(\s*)-\s+name:\s*["']?` + regexp.QuoteMeta(InitContainerName) + `["']?\s*$`)
-	for i, l := range lines {
-		m := item.FindStringSubmatch(l)
-		if m == nil {
-			continue
-		}
-		dash := len(m[1])
-		end := len(lines)
-		for j := i + 1; j < len(lines); j++ {
-			lj := lines[j]
-			if strings.TrimSpace(lj) == "" || directiveLine.MatchString(lj) || strings.HasPrefix(strings.TrimSpace(lj), "#") {
-				continue
-			}
-			if indentOf(lj) <= dash {
-				end = j
-				break
-			}
-		}
-		return i, end, true
-	}
-	return 0, 0, false
-}
-
-func indentOf(l string) int { return len(l) - len(strings.TrimLeft(l, " ")) }
 
 type document struct {
 	text string

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	e2ewait "sigs.k8s.io/e2e-framework/klient/wait"
 )
 
 // Stage is one readiness stage of a run.
@@ -47,28 +48,38 @@ func (e *StageError) Unwrap() error { return e.Err }
 // PollInterval is how often stages check; tests shorten it.
 var PollInterval = 2 * time.Second
 
-// Wait polls the stage until it is done, fails, or its timeout passes.
+// Wait polls the stage with e2e-framework's wait.For until it is done,
+// fails, or its timeout passes. A bare wait.For reports only "context
+// deadline exceeded"; the condition here keeps the last status and a
+// terminal cause so the error names the stage and what it last saw.
 func (s Stage) Wait(ctx context.Context) error {
+	// A stage's own deadline, so that a zero timeout is spent at once
+	// rather than meaning "none" as it does to wait.For.
 	ctx, cancel := context.WithTimeout(ctx, s.Timeout)
 	defer cancel()
 	status := "not checked yet"
-	for {
+	var terminal error
+	err := e2ewait.For(func(ctx context.Context) (bool, error) {
 		done, st, err := s.Check(ctx)
 		if st != "" {
 			status = st
 		}
-		if err != nil && ctx.Err() == nil {
-			return &StageError{Stage: s.Name, What: s.What, Timeout: s.Timeout, Status: status, Err: err}
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return false, nil // a request cut short by the deadline: a timeout
+		case err != nil:
+			terminal = err
+			return false, err
 		}
-		if done && err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return &StageError{Stage: s.Name, What: s.What, Timeout: s.Timeout, Status: status}
-		case <-time.After(PollInterval):
-		}
+		return done, nil
+	}, e2ewait.WithContext(ctx), e2ewait.WithTimeout(s.Timeout), e2ewait.WithInterval(PollInterval), e2ewait.WithImmediate())
+	switch {
+	case err == nil:
+		return nil
+	case terminal != nil:
+		return &StageError{Stage: s.Name, What: s.What, Timeout: s.Timeout, Status: status, Err: terminal}
 	}
+	return &StageError{Stage: s.Name, What: s.What, Timeout: s.Timeout, Status: status}
 }
 
 // All runs stages in order and stops at the first that fails.

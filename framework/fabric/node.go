@@ -1,0 +1,204 @@
+package fabric
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// Wiring is how a node's uplink meets its bridge: the guide's, or a broken
+// variant for a negative control.
+type Wiring int
+
+const (
+	GuideBridge        Wiring = iota // uplink.100 in br100, address on br100
+	NoSubinterface                   // br100 alone, no VLAN sub-interface
+	WrongVLAN                        // uplink.<vlan+1> in br100
+	UntaggedUplink                   // the uplink itself in br100
+	AddrOnSubinterface               // uplink.100 in br100, address on uplink.100
+	BothVLANs                        // uplink.100 and uplink.200 in br100
+	MacvlanParent                    // no bridge; address on uplink.100 (macvlan users)
+)
+
+// NodeSpec describes one node of the fabric.
+type NodeSpec struct {
+	Name    string
+	Wiring  Wiring
+	Address netip.Prefix // the node's own address on the VLAN
+	// Netns, if set, is an existing network namespace to cable instead of a
+	// new one: a kind node container's /proc/<pid>/ns/net. The fabric
+	// neither creates nor deletes it; Destroy deletes the links it made there.
+	Netns string
+}
+
+// Node is a node's network namespace after provisioning.
+type Node struct {
+	Spec   NodeSpec
+	Netns  string // path
+	Handle *netlink.Handle
+	// Parent is the VLAN sub-interface's name (uplink.100), "" if none.
+	Parent string
+}
+
+// addNode creates a node namespace, cables it and provisions its VLAN.
+func (f *Fabric) addNode(spec NodeSpec) (*Node, error) {
+	var ns *Namespace
+	if spec.Netns != "" {
+		var err error
+		if ns, err = openNamespace(spec.Name, spec.Netns); err != nil {
+			return nil, err
+		}
+	} else {
+		var err error
+		if ns, err = NewNamespace(spec.Name); err != nil {
+			return nil, err
+		}
+		f.made = append(f.made, ns.Name)
+	}
+	n := &Node{Spec: spec, Netns: ns.Path, Handle: ns.Handle}
+	if spec.Netns != "" {
+		f.cabled = append(f.cabled, n)
+	}
+	uplinkName := UplinkName
+	if f.Spec.Uplink != "" {
+		// Vendor mode: the VLAN sub-interface is created on the real NIC
+		// and moved straight into the node namespace by the same request.
+		up, err := netlink.LinkByName(f.Spec.Uplink)
+		if err != nil {
+			return nil, fmt.Errorf("uplink %s: %w", f.Spec.Uplink, err)
+		}
+		nsFd, err := netns.GetFromPath(ns.Path)
+		if err != nil {
+			return nil, err
+		}
+		defer nsFd.Close()
+		vid := f.vlanFor(spec.Wiring)
+		v := &netlink.Vlan{LinkAttrs: netlink.LinkAttrs{Name: SubName(UplinkName, vid), ParentIndex: up.Attrs().Index, Namespace: netlink.NsFd(nsFd)}, VlanId: vid}
+		if err := netlink.LinkAdd(v); err != nil {
+			return nil, fmt.Errorf("VLAN %d on %s into the node: %w", vid, f.Spec.Uplink, err)
+		}
+		return n, f.provision(n, nil)
+	}
+	// The trunk: one veth per node, switch port in the gateway, "uplink" in the node.
+	gwFd, err := netns.GetFromPath(f.Gateway.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer gwFd.Close()
+	port := PortName(spec.Name)
+	veth := &netlink.Veth{
+		LinkAttrs: netlink.LinkAttrs{Name: uplinkName, MTU: f.Spec.MTU},
+		PeerName:  port, PeerNamespace: netlink.NsFd(gwFd),
+	}
+	if err := ns.Handle.LinkAdd(veth); err != nil {
+		return nil, fmt.Errorf("trunk veth: %w", err)
+	}
+	gh := f.Gateway.Handle
+	p, err := gh.LinkByName(port)
+	if err != nil {
+		return nil, err
+	}
+	sw, err := gh.LinkByName(TrunkName)
+	if err != nil {
+		return nil, err
+	}
+	if err := gh.LinkSetMTU(p, f.Spec.MTU); err != nil {
+		return nil, err
+	}
+	if err := gh.LinkSetMaster(p, sw); err != nil {
+		return nil, err
+	}
+	if err := gh.LinkSetUp(p); err != nil {
+		return nil, err
+	}
+	up, err := ns.Handle.LinkByName(uplinkName)
+	if err != nil {
+		return nil, err
+	}
+	if err := ns.Handle.LinkSetUp(up); err != nil {
+		return nil, err
+	}
+	return n, f.provision(n, up)
+}
+
+// vlanFor is the VLAN a node's sub-interface carries: the wrong one for
+// the WrongVLAN control.
+func (f *Fabric) vlanFor(w Wiring) int {
+	if w == WrongVLAN {
+		return f.Spec.VLAN + 1
+	}
+	return f.Spec.VLAN
+}
+
+// provision is the guide's step 1 on the node (or its broken variant). up
+// is the uplink in the node namespace; nil in vendor mode, where the
+// sub-interface already exists.
+func (f *Fabric) provision(n *Node, up netlink.Link) error {
+	h := n.Handle
+	w := n.Spec.Wiring
+	if f.Spec.Untagged {
+		// The uplink is the VLAN parent: the guide's step 1 without the
+		// sub-interface the kernel cannot make.
+		switch w {
+		case GuideBridge:
+			w = UntaggedUplink
+		case MacvlanParent:
+		default:
+			return fmt.Errorf("wiring %d needs a tagged trunk (8021q)", w)
+		}
+		n.Parent = UplinkName
+	}
+	var ports []netlink.Link
+	if w != NoSubinterface && w != UntaggedUplink && !(w == MacvlanParent && f.Spec.Untagged) {
+		vid := f.vlanFor(w)
+		var sub netlink.Link
+		var err error
+		if up != nil {
+			sub, err = addVLAN(h, up, vid, f.Spec.MTU, UplinkName)
+		} else {
+			sub, err = h.LinkByName(SubName(UplinkName, vid))
+			if err == nil {
+				err = h.LinkSetUp(sub)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		n.Parent = sub.Attrs().Name
+		ports = append(ports, sub)
+	}
+	if w == BothVLANs {
+		other, err := addVLAN(h, up, f.Spec.OtherVLAN, f.Spec.MTU, UplinkName)
+		if err != nil {
+			return err
+		}
+		ports = append(ports, other)
+	}
+	if w == UntaggedUplink {
+		ports = append(ports, up)
+	}
+	if w == MacvlanParent {
+		return addAddr(h, n.Parent, n.Spec.Address)
+	}
+	// The guide: a bridge enslaving the tagged sub-interface; the host's
+	// presence on the VLAN is on the bridge, and no default route.
+	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: BridgeName}}
+	if err := h.LinkAdd(br); err != nil {
+		return fmt.Errorf("bridge: %w", err)
+	}
+	for _, p := range ports {
+		if err := h.LinkSetMaster(p, br); err != nil {
+			return fmt.Errorf("enslave %s: %w", p.Attrs().Name, err)
+		}
+	}
+	if err := h.LinkSetUp(br); err != nil {
+		return err
+	}
+	addrOn := BridgeName
+	if w == AddrOnSubinterface {
+		addrOn = n.Parent
+	}
+	return addAddr(h, addrOn, n.Spec.Address)
+}

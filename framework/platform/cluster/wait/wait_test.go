@@ -1,0 +1,50 @@
+package wait
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func init() { PollInterval = 5 * time.Millisecond }
+
+// Stage.Wait wraps e2e-framework's wait.For; these pin what the wrapper
+// adds: the stage's name, its last status, and a terminal cause kept apart
+// from a timeout.
+func TestStageWait(t *testing.T) {
+	calls := 0
+	ready := Stage{Name: "nodes", What: "every node Ready", Timeout: time.Second, Check: func(context.Context) (bool, string, error) {
+		calls++
+		return calls == 3, "2/3 Ready", nil
+	}}
+	if err := ready.Wait(context.Background()); err != nil || calls != 3 {
+		t.Fatalf("ready after 3 checks: err %v, %d checks", err, calls)
+	}
+
+	slow := Stage{Name: "kubevirt", What: "the KubeVirt CR Available", Timeout: 30 * time.Millisecond, Check: func(context.Context) (bool, string, error) {
+		return false, "phase Deploying", nil
+	}}
+	var se *StageError
+	err := slow.Wait(context.Background())
+	if !errors.As(err, &se) || se.Stage != "kubevirt" || se.Status != "phase Deploying" || se.Err != nil || !strings.Contains(err.Error(), "not reached within 30ms") {
+		t.Fatalf("timeout: %v", err)
+	}
+
+	cause := errors.New("FailedCreatePodSandBox")
+	broken := Stage{Name: "vmi", What: "VMI Ready", Timeout: time.Minute, Check: func(context.Context) (bool, string, error) {
+		return false, "Scheduling", cause
+	}}
+	start := time.Now()
+	err = broken.Wait(context.Background())
+	if !errors.As(err, &se) || !errors.Is(err, cause) || se.Status != "Scheduling" || time.Since(start) > 10*time.Second {
+		t.Fatalf("terminal: %v after %s", err, time.Since(start))
+	}
+
+	// A zero timeout is spent at once (to wait.For, zero means no timeout).
+	spent := Stage{Name: "nad", Timeout: 0, Check: func(context.Context) (bool, string, error) { return false, "", nil }}
+	if err := spent.Wait(context.Background()); !errors.As(err, &se) || se.Stage != "nad" {
+		t.Fatalf("zero timeout: %v", err)
+	}
+}
