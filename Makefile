@@ -22,7 +22,7 @@ SUITE := $(BIN)/suites.test
 DRIVER := $(BIN)/conformance
 GOFILES := $(shell find . -name '*.go' -not -path './.cache/*' -not -path './bin/*') go.mod go.sum
 
-.PHONY: all build plugins conformance selftest test unit bench vet clean deps vendor-check cleanup-check cleanup-check
+.PHONY: all build plugins conformance selftest test unit bench vet fmt clean deps vendor-check cleanup-check soak
 
 all: build
 
@@ -51,8 +51,13 @@ $(BIN)/labvm-smoke: $(GOFILES)
 
 build: $(SUITE) $(DRIVER) $(BIN)/labvm-smoke plugins
 
-vet:
+vet: fmt
 	$(GO) vet ./...
+
+# gofmt -l lists files whose formatting differs; any is a failure.
+fmt:
+	@out=$$($$($(GO) env GOROOT)/bin/gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*')); \
+	if [ -n "$$out" ]; then echo "gofmt -l: not formatted:"; echo "$$out"; exit 1; fi
 
 unit:
 	$(GO) test $$($(GO) list ./... | grep -v /suites)
@@ -79,7 +84,7 @@ cleanup-check: build
 	@if $(DRIVER) preflight >/dev/null 2>&1; then scripts/cleanup-check.sh; \
 	else $(BIN)/labvm-smoke -cache $(CURDIR)/.cache/labvm -workdir $(CURDIR) -- $(CURDIR)/scripts/cleanup-check.sh; fi
 
-test: deps vet unit cluster-dry-run cluster-cabling conformance selftest vendor-check cleanup-check
+test: deps fmt vet unit cluster-dry-run cluster-cabling conformance selftest vendor-check cleanup-check
 
 clean:
 	rm -rf $(BIN) reports/junit.xml reports/*.md reports/*.json reports/artifacts

@@ -67,8 +67,8 @@ type Cluster struct {
 	// untagged: the trunk carries the VLAN in access mode (why says why).
 	untagged bool
 	trunkWhy string
-	pids  map[string]int // every node container's PID
-	gw    platform.Gateway
+	pids     map[string]int // every node container's PID
+	gw       platform.Gateway
 
 	multus    []*unstructured.Unstructured // the Multus manifest as applied
 	stager    *corev1.Container            // the stager's init container (--cni-staging=stager)
@@ -77,7 +77,7 @@ type Cluster struct {
 	mu         sync.Mutex
 	guests     map[string]*guest
 	pods       map[string]*podGuest // --workload=pod
-	namespaces map[string]bool // made by this run
+	namespaces map[string]bool      // made by this run
 	created    []*unstructured.Unstructured
 	failed     bool // a spec failed: export kind's logs before deleting
 }

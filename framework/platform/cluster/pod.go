@@ -52,7 +52,7 @@ type podGuest struct {
 
 func (g *podGuest) Name() string                         { return g.spec.Name }
 func (g *podGuest) Node() platform.Node                  { return g.node }
-func (g *podGuest) MAC() net.HardwareAddr                 { return g.mac }
+func (g *podGuest) MAC() net.HardwareAddr                { return g.mac }
 func (g *podGuest) Attachment() platform.Attachment      { return g.attachment }
 func (g *podGuest) Spec() platform.VMSpec                { return g.spec }
 func (g *podGuest) AnnounceGARP(_ context.Context) error { return g.Announce() }
