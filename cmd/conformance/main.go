@@ -19,6 +19,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -196,8 +198,16 @@ func (d *driver) runInVM(ctx context.Context) int {
 	cache, _ := filepath.Abs(filepath.Join(d.cacheDir, "labvm"))
 	cmd := append([]string{self, d.sub}, d.rawArgs...)
 	cmd = insertBeforeDashDash(cmd, "--lab-vm=never", "--part=labvm")
+	// The VM sees the host read-only and only wd writable: a report or work
+	// dir elsewhere (e.g. /tmp, a tmpfs in the VM) must be shared too, or
+	// the VM's verdicts never reach the host.
+	shares, err := vmShares(wd, d.cfg.ReportDir, d.cfg.WorkDir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lab VM:", err)
+		return 1
+	}
 	code, err := labvm.Run(ctx, labvm.Config{
-		CacheDir: cache, WorkDir: wd, Command: cmd,
+		CacheDir: cache, WorkDir: wd, Shares: shares, Command: cmd,
 		Env:    []string{"CI=" + os.Getenv("CI")},
 		Stdout: os.Stdout, Stderr: os.Stderr, Progress: os.Stderr,
 	})
@@ -206,6 +216,39 @@ func (d *driver) runInVM(ctx context.Context) int {
 		return 1
 	}
 	return code
+}
+
+// vmShares lists the directories of dirs ("" = none; relative = under wd)
+// that lie outside wd, created if missing, each once, none inside another.
+func vmShares(wd string, dirs ...string) ([]string, error) {
+	var abs []string
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(wd, d)
+		}
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+		abs = append(abs, filepath.Clean(d))
+	}
+	sort.Slice(abs, func(i, j int) bool { return len(abs[i]) < len(abs[j]) })
+	var out []string
+	for _, d := range abs {
+		if under(d, wd) || slices.ContainsFunc(out, func(s string) bool { return under(d, s) }) {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// under reports whether path is dir or lies below it.
+func under(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 func insertBeforeDashDash(args []string, flags ...string) []string {

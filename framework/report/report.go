@@ -136,6 +136,9 @@ func Verdicts(cases []TestCase, reportDir string) []Verdict {
 // Environment describes where a run happened.
 type Environment struct {
 	Tier, Kernel, Plugins, Control, Where string
+	// BrokenParts says which parts of the run wrote no JUnit: their specs
+	// have no verdict in this report, and the run failed.
+	BrokenParts []string
 }
 
 // WriteConformance writes conformance.md from the verdicts.
@@ -146,6 +149,9 @@ func WriteConformance(path string, env Environment, vs []Verdict) error {
 		time.Now().UTC().Format(time.RFC3339), env.Tier, env.Kernel, env.Plugins, env.Where)
 	if env.Control != "" {
 		fmt.Fprintf(&b, "| negative control | %s |\n", env.Control)
+	}
+	for _, p := range env.BrokenParts {
+		fmt.Fprintf(&b, "| **failed part** | %s |\n", p)
 	}
 	fmt.Fprintf(&b, "\n| claim | guide | verdict | specs (pass/fail/skip) | evidence |\n|---|---|---|---|---|\n")
 	for _, v := range vs {
