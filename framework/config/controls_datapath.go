@@ -12,6 +12,7 @@ const (
 	CtlHostLocalIPAM      = "VLAN-06/host-local-ipam"
 	CtlDefaultRouteOnVLAN = "VLAN-07/default-route-on-vlan-nic"
 	CtlBothVLANsOneBridge = "VLAN-08/both-vlans-one-bridge"
+	CtlProbeCannotLeave   = "VLAN-08/probe-cannot-leave"
 	CtlNodeHasBridge      = "VLAN-09/node-has-bridge"
 	CtlJumboPath          = "VLAN-10/jumbo-physical-path"
 )
@@ -27,6 +28,7 @@ func init() {
 		Control{ID: CtlHostLocalIPAM, Claim: "VLAN-06", Description: "the NAD carries host-local IPAM instead of ipam: {}"},
 		Control{ID: CtlDefaultRouteOnVLAN, Claim: "VLAN-07", Description: "cloud-init also puts a default route on the VLAN NIC"},
 		Control{ID: CtlBothVLANsOneBridge, Claim: "VLAN-08", Description: "br100 enslaves both uplink.100 and uplink.200"},
+		Control{ID: CtlProbeCannotLeave, Claim: "VLAN-08", Description: "the guest's ARP probe never leaves it (its VLAN NIC is down while it runs): silence proves nothing"},
 		Control{ID: CtlNodeHasBridge, Claim: "VLAN-09", Description: "the node lacking bridge has it after all"},
 		Control{ID: CtlJumboPath, Claim: "VLAN-10", Description: "the physical VLAN carries 9000-byte frames, so the path is not smaller"},
 	)

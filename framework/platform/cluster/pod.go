@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -222,6 +223,44 @@ func (c *Cluster) deletePod(ctx context.Context, namespace, app string) error {
 // podNetns finds a pod's network namespace from the host: the process of
 // one of its containers, whose cgroup path names the pod UID (with dashes,
 // or underscores under the systemd cgroup driver).
+// launcherIPv4 lists the IPv4 addresses on a launcher pod's links for one
+// network: the pod interface KubeVirt keeps as a dummy (iface), the CNI
+// interface it renamed (iface-nic) and its in-pod bridge (k6t-iface).
+func launcherIPv4(uid, iface string) ([]netip.Prefix, error) {
+	path, err := podNetns(uid)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := netns.GetFromPath(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fd.Close()
+	h, err := netlink.NewHandleAt(fd, unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	links, err := h.LinkList()
+	if err != nil {
+		return nil, err
+	}
+	var out []netip.Prefix
+	for _, l := range links {
+		if n := l.Attrs().Name; n != iface && n != iface+"-nic" && n != "k6t-"+iface {
+			continue
+		}
+		addrs, err := h.AddrList(l, netlink.FAMILY_V4)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range addrs {
+			out = append(out, nsguest.PrefixOf(a.IPNet))
+		}
+	}
+	return out, nil
+}
+
 func podNetns(uid string) (string, error) {
 	pid, err := processOf([]string{"pod" + uid, "pod" + strings.ReplaceAll(uid, "-", "_")})
 	if err != nil {

@@ -218,6 +218,22 @@ func (g *guest) AnnounceGARP(_ context.Context) error {
 	return g.Announce()
 }
 
+// ARPProbe is the guest's own, except under the control whose probe cannot
+// leave: the VLAN NIC is down while it runs (the send fails with ENETDOWN).
+func (g *guest) ARPProbe(ctx context.Context, ip netip.Addr, timeout time.Duration) (net.HardwareAddr, error) {
+	if subjectFor(g.lab.cfg).probeCannotLeave {
+		l, err := g.Handle.LinkByName(g.NIC)
+		if err != nil {
+			return nil, err
+		}
+		if err := g.Handle.LinkSetDown(l); err != nil {
+			return nil, err
+		}
+		defer g.Handle.LinkSetUp(l)
+	}
+	return g.Inside.ARPProbe(ctx, ip, timeout)
+}
+
 func ipnet(p netip.Prefix) *net.IPNet {
 	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
 }

@@ -36,6 +36,8 @@ type subject struct {
 	announceAtBoot bool
 	// silentGuest: the guest's gratuitous ARP never leaves it.
 	silentGuest bool
+	// probeCannotLeave: the guest's ARP probes fail to send (NIC down).
+	probeCannotLeave bool
 }
 
 func subjectFor(cfg *config.Config) subject {
@@ -56,6 +58,8 @@ func subjectFor(cfg *config.Config) subject {
 		s.bridgeWiring = fabric.AddrOnSubinterface
 	case config.CtlBothVLANsOneBridge:
 		s.bridgeWiring = fabric.BothVLANs
+	case config.CtlProbeCannotLeave:
+		s.probeCannotLeave = true
 	case config.CtlMacvlanAsBridge:
 		s.macvlanWiring = fabric.GuideBridge
 		s.nadConfig = func(conf string) string {
