@@ -7,7 +7,7 @@ const (
 	CtlWrongVLAN          = "VLAN-01/wrong-vlan-id"
 	CtlUntagged           = "VLAN-02/untagged-wiring"
 	CtlMacvlanPassthru    = "VLAN-03/macvlan-passthru"
-	CtlMacvlanAsBridge    = "VLAN-04/bridge-instead-of-macvlan"
+	CtlHostMacvlanShim    = "VLAN-04/host-address-on-macvlan-sibling"
 	CtlAddrOnSubinterface = "VLAN-05/address-on-uplink.100"
 	CtlHostLocalIPAM      = "VLAN-06/host-local-ipam"
 	CtlDefaultRouteOnVLAN = "VLAN-07/default-route-on-vlan-nic"
@@ -23,7 +23,7 @@ func init() {
 		Control{ID: CtlWrongVLAN, Claim: "VLAN-01", Description: "the node's sub-interface carries VLAN 101, the gateway VLAN 100"},
 		Control{ID: CtlUntagged, Claim: "VLAN-02", Description: "br100 enslaves the untagged uplink itself"},
 		Control{ID: CtlMacvlanPassthru, Claim: "VLAN-03", Description: "macvlan in passthru mode: the child receives every frame, so replies to the guest MAC arrive"},
-		Control{ID: CtlMacvlanAsBridge, Claim: "VLAN-04", Description: "the macvlan node is provisioned per the guide and its NAD is bridge-type, so the host does reach the guest"},
+		Control{ID: CtlHostMacvlanShim, Claim: "VLAN-04", Description: "the node's address sits on a macvlan sibling (mode bridge) of the pod's child instead of the parent: the host does reach the child"},
 		Control{ID: CtlAddrOnSubinterface, Claim: "VLAN-05", Description: "the node's address sits on the enslaved uplink.100 instead of br100"},
 		Control{ID: CtlHostLocalIPAM, Claim: "VLAN-06", Description: "the NAD carries host-local IPAM instead of ipam: {}"},
 		Control{ID: CtlDefaultRouteOnVLAN, Claim: "VLAN-07", Description: "cloud-init also puts a default route on the VLAN NIC"},

@@ -129,7 +129,14 @@ type VMSpec struct {
 	Networks  []string // NAD names, as in vm-instance's networks: [{name: ...}]
 	CloudInit string   // userData
 	MAC       string   // pinned MAC of the VLAN NIC ("" = generated)
+	// Binding is how the attachment meets the workload: "" is KubeVirt's
+	// bridge binding (a VM); NoBinding makes the attachment's interface the
+	// workload's own NIC, as in a plain pod (VLAN-04's macvlan child).
+	Binding string
 }
+
+// NoBinding: the CNI interface is the workload's NIC, no VM behind it.
+const NoBinding = "none"
 
 // Route is one entry of the guest's routing table.
 type Route struct {

@@ -280,7 +280,7 @@ func (c *Cluster) StartVMNoWait(ctx context.Context, spec platform.VMSpec) error
 // StartVM creates the VM, waits through the stages nad and vmi, logs into
 // its console, waits for cloud-init, and finds its VLAN NIC by MAC.
 func (c *Cluster) StartVM(ctx context.Context, spec platform.VMSpec) (platform.Guest, error) {
-	if c.Pods() {
+	if c.Pods() || spec.Binding == platform.NoBinding {
 		return c.startPod(ctx, spec)
 	}
 	if err := c.create(ctx, spec); err != nil {

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cozystack/vlan-conformance/fixtures"
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/platform"
@@ -60,14 +59,8 @@ func subjectFor(cfg *config.Config) subject {
 		s.bridgeWiring = fabric.BothVLANs
 	case config.CtlProbeCannotLeave:
 		s.probeCannotLeave = true
-	case config.CtlMacvlanAsBridge:
-		s.macvlanWiring = fabric.GuideBridge
-		s.nadConfig = func(conf string) string {
-			if strings.Contains(conf, `"macvlan"`) {
-				return fixtures.NAD("vlan100-bridge")
-			}
-			return conf
-		}
+	case config.CtlHostMacvlanShim:
+		s.macvlanWiring = fabric.MacvlanShim
 	case config.CtlJumboPath:
 		s.mtu = 9000
 	case config.CtlNodeHasBridge:
