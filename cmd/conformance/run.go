@@ -193,6 +193,7 @@ func writeEmptyJUnit(path string) {
 
 func (d *driver) environment() report.Environment {
 	env := report.Environment{Tier: d.cfg.Tier, Control: d.cfg.Control, Where: "natively", Kernel: kernelRelease()}
+	d.describeSubject(&env)
 	if labvm.Inside() {
 		env.Where = "in the lab VM (QEMU, Debian kernel)"
 	}
@@ -207,4 +208,33 @@ func kernelRelease() string {
 		return "unknown"
 	}
 	return utsString(u.Release[:])
+}
+
+// describeSubject fills the rows that say what was tested.
+func (d *driver) describeSubject(env *report.Environment) {
+	c, cl := d.cfg, d.cfg.Cluster
+	env.StagerSubject = "install-cni-plugins of " + c.StagerManifest
+	env.Gateway = fmt.Sprintf("the suite's (a netns on the veth trunk, %s)", c.Gateway)
+	if c.VendorMode() {
+		env.Gateway = fmt.Sprintf("the user's (%s via --uplink %s)", c.Gateway, c.Uplink)
+	}
+	if c.Tier == "lab" {
+		env.Workload = "lab stand-ins, not KubeVirt VMs: guest netns behind KubeVirt's bridge binding reproduced (netpod.go), launcher netns, libcni"
+		env.KubeVirt = "none (the lab reproduces its bridge binding)"
+		env.Guest = "a netns; the guide's cloud-init (fixtures/cloud-init/vlan100.yaml) applied by the suite's netplan reader"
+		return
+	}
+	env.KubeVirt = fmt.Sprintf("%s release manifests (%s)", cl.KubeVirtVersion, cl.ManifestsDir)
+	if cl.ImagesArchives != "" {
+		env.KubeVirt += ", images from " + cl.ImagesArchives + " (built by images/build.sh: see images/ for what is patched)"
+	}
+	env.Guest = fmt.Sprintf("%s (user %s); the guide's cloud-init (fixtures/cloud-init/vlan100.yaml)", cl.GuestImage, cl.GuestUser)
+	env.Workload = "KubeVirt VMs"
+	if cl.Workload == "pod" {
+		env.Workload, env.Pods = "pods attached by Multus (no KubeVirt): the userData's netplan applied by the suite in the pod's netns", true
+		env.KubeVirt, env.Guest = "not installed", "none (pods)"
+	}
+	if c.Kubeconfig != "" {
+		env.Gateway = fmt.Sprintf("the user's (%s, on the cluster of --kubeconfig)", c.Gateway)
+	}
 }

@@ -296,10 +296,11 @@ var _ = Describe("Re-creating a VM on VLAN 100", labels.ARP, Ordered, ContinueOn
 		Expect(tl.write("ARP-05", "timeline.md")).To(Succeed())
 		AddReportEntry("ARP-05 timeline", tl.Markdown())
 
-		Expect(len(lost)).To(BeZero(), "no echo request sent after the re-created VM was up (+%s) may go unanswered: %d were, the first %s after it was up",
-			grace, len(lost), firstOffset(lost, rc.ready))
+		// The cause first: a lost MAC explains the outage that follows it.
 		Expect(rc.newMAC.String()).To(Equal(rc.oldMAC.String()), "the pinned MAC must survive re-creation")
 		Expect(rc.newMAC.String()).To(Equal(pinnedMAC), "the guest must carry the MAC pinned on its interface")
+		Expect(len(lost)).To(BeZero(), "no echo request sent after the re-created VM was up (+%s) may go unanswered: %d were, the first %s after it was up",
+			grace, len(lost), firstOffset(lost, rc.ready))
 	})
 
 	// Seed 003: "If two VMs accidentally receive the same MAC address, an enterprise network
