@@ -186,7 +186,7 @@ type Environment struct {
 	// What was tested: the workload (KubeVirt VMs or pods), the stager
 	// subject, the KubeVirt build, the guest, the gateway.
 	Workload, StagerSubject, KubeVirt, Guest, Gateway string
-	Pods bool // the workload was pods: passed claims say so
+	Pods                                              bool // the workload was pods: passed claims say so
 	// BrokenParts says which parts of the run wrote no JUnit: their specs
 	// have no verdict in this report, and the run failed.
 	BrokenParts []string
