@@ -12,6 +12,9 @@ type Control struct {
 	// Expect is a substring of the failure message the control must cause
 	// in its claim's own It; a failure for another reason is not caught.
 	Expect string
+	// Cluster: the control exists in the cluster lane too (none does yet:
+	// every control breaks a subject the lab builds).
+	Cluster bool
 }
 
 var controls = map[string]Control{}
