@@ -91,6 +91,10 @@ type Guest interface {
 	// VLANInterface is the guest's name for its VLAN NIC, found by MAC.
 	VLANInterface() string
 	Addresses(ctx context.Context, iface string) ([]netip.Prefix, error)
+	// LinkMAC is the MAC the guest's own OS reports for an interface it
+	// names (its console's `ip link` in a cluster): an observation apart
+	// from MAC(), which a cluster takes from the VMI status.
+	LinkMAC(ctx context.Context, iface string) (net.HardwareAddr, error)
 	Routes(ctx context.Context) ([]Route, error)
 	MTU(ctx context.Context, iface string) (int, error)
 	Ping(ctx context.Context, dst netip.Addr, opts ...PingOption) (PingResult, error)
@@ -327,6 +331,9 @@ type KubeVMs interface {
 	// StartVMNoWait creates the VM's objects and returns without waiting
 	// for it to become ready (for claims about a VM that must not start).
 	StartVMNoWait(ctx context.Context, spec VMSpec) error
+	// VMIInterfaces lists the network names the VM's instance reports in
+	// its status.interfaces (none when there is no instance yet).
+	VMIInterfaces(ctx context.Context, namespace, vmName string) ([]string, error)
 }
 
 // Event is a Kubernetes event about an object.

@@ -427,6 +427,21 @@ func (c *Cluster) VMEvents(ctx context.Context, namespace, vmName string) ([]pla
 	return out, nil
 }
 
+func (c *Cluster) VMIInterfaces(ctx context.Context, namespace, vmName string) ([]string, error) {
+	vmi, err := c.c.kv.KubevirtV1().VirtualMachineInstances(namespace).Get(ctx, InstanceName(vmName), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, i := range vmi.Status.Interfaces {
+		out = append(out, i.Name)
+	}
+	return out, nil
+}
+
 // DeleteVM deletes the VirtualMachine and its Secret and waits until the
 // VMI is gone (its launcher released the attachment).
 func (c *Cluster) DeleteVM(ctx context.Context, pg platform.Guest) error {

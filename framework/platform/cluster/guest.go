@@ -84,6 +84,14 @@ func (g *guest) Addresses(ctx context.Context, iface string) ([]netip.Prefix, er
 	return parseAddrs(out), nil
 }
 
+func (g *guest) LinkMAC(ctx context.Context, iface string) (net.HardwareAddr, error) {
+	out, err := g.must(ctx, "cat /sys/class/net/"+iface+"/address")
+	if err != nil {
+		return nil, err
+	}
+	return net.ParseMAC(strings.TrimSpace(out))
+}
+
 func parseAddrs(out string) []netip.Prefix {
 	var ps []netip.Prefix
 	for _, m := range regexp.MustCompile(`\sinet\s+(\S+)`).FindAllStringSubmatch(out, -1) {
