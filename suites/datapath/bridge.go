@@ -135,13 +135,13 @@ var _ = Describe("A VM bridged onto VLAN 100 through br100", labels.Datapath, Or
 			}
 		}
 		subnet := netip.MustParsePrefix(p.Config().Subnet)
-		Expect(onVLAN).To(HaveLen(1), "the VLAN NIC must have one route: %+v", onVLAN)
-		Expect(onVLAN[0].Dst).To(Equal(subnet))
-		Expect(onVLAN[0].Scope).To(Equal("link"), "the VLAN route must be the connected one")
 		Expect(defaults).NotTo(BeEmpty(), "the guest must keep a default route")
 		for _, d := range defaults {
 			Expect(d.Iface).NotTo(Equal(guestA.VLANInterface()), "the default route must stay on the pod NIC: %+v", d)
 		}
+		Expect(onVLAN).To(HaveLen(1), "the VLAN NIC must have one route: %+v", onVLAN)
+		Expect(onVLAN[0].Dst).To(Equal(subnet))
+		Expect(onVLAN[0].Scope).To(Equal("link"), "the VLAN route must be the connected one")
 	})
 
 	// VLANs of one trunk are separate broadcast domains.
