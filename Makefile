@@ -73,6 +73,12 @@ selftest: build
 bench: build
 	$(DRIVER) bench $(ARGS)
 
+# Flakes measured: RUNS lab runs in a row, each spec's pass count and wall
+# time in reports/soak.md (one run's reports in reports/soak/run-NN).
+RUNS ?= 10
+soak: build
+	$(DRIVER) soak --runs=$(RUNS) $(ARGS)
+
 # Vendor mode against an external gateway the check itself creates (in the
 # lab VM when the kernel lacks 8021q).
 vendor-check: build

@@ -5,6 +5,7 @@
 //	conformance run       [flags] [-- suite/ginkgo flags]   the lab tier, reports/conformance.md
 //	conformance selftest  [flags]                           every negative control must make its spec FAIL
 //	conformance bench     [flags]                           wall times: lab VM boot, full conformance
+//	conformance soak      --runs=N [flags] [-- suite flags] N runs in a row: each spec's pass count and wall time
 //	conformance preflight                                   kernel options the lab needs, and which are missing
 //	conformance controls                                    list the negative controls
 package main
@@ -41,6 +42,7 @@ type driver struct {
 	extra     []string // after "--": passed to the suite verbatim
 	rawArgs   []string // everything after the subcommand, for re-running in the VM
 	part      string   // which specs/controls this process runs: all, native, labvm
+	runs      int      // soak: how many runs in a row
 	inVM      bool     // the lab part must run in the lab VM (decided once)
 }
 
@@ -60,7 +62,7 @@ func mainCode() int {
 			fmt.Printf("%-34s %-8s %s\n", c.ID, c.Claim, c.Description)
 		}
 		return 0
-	case "run", "selftest", "bench", "preflight", "kind-up", "kind-down":
+	case "run", "selftest", "bench", "soak", "preflight", "kind-up", "kind-down":
 	default:
 		usage()
 		return config.ExitBadInput
@@ -78,7 +80,7 @@ func mainCode() int {
 	if d.sub == "preflight" {
 		return d.preflight()
 	}
-	if d.sub != "bench" {
+	if d.sub != "bench" && d.sub != "soak" {
 		code, ok := d.decideVM()
 		if !ok {
 			return code
@@ -89,13 +91,15 @@ func mainCode() int {
 		return d.run(ctx)
 	case "selftest":
 		return d.selftest(ctx)
+	case "soak":
+		return d.soak(ctx)
 	default:
 		return d.bench(ctx)
 	}
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: conformance run|selftest|bench|preflight|controls [flags] [-- suite flags]\n  conformance run -h   lists the flags")
+	fmt.Fprintln(os.Stderr, "usage: conformance run|selftest|bench|soak|preflight|controls [flags] [-- suite flags]\n  conformance run -h   lists the flags")
 }
 
 func (d *driver) parse() error {
@@ -105,6 +109,7 @@ func (d *driver) parse() error {
 	fs.StringVar(&d.suite, "suite-binary", "bin/suites.test", "the compiled suite")
 	fs.StringVar(&d.cacheDir, "cache-dir", ".cache", "cache for the lab VM's kernel and initramfs")
 	fs.StringVar(&d.part, "part", "all", "internal: which specs this process runs (all, native, labvm)")
+	fs.IntVar(&d.runs, "runs", 10, "soak: how many conformance runs in a row")
 	args := d.rawArgs
 	for i, a := range args {
 		if a == "--" {
@@ -119,7 +124,7 @@ func (d *driver) parse() error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q (suite flags go after --)", fs.Args())
 	}
-	driverFlags := map[string]bool{"lab-vm": true, "suite-binary": true, "cache-dir": true, "part": true}
+	driverFlags := map[string]bool{"lab-vm": true, "suite-binary": true, "cache-dir": true, "part": true, "runs": true}
 	fs.Visit(func(f *flag.Flag) {
 		if !driverFlags[f.Name] {
 			d.suiteArgs = append(d.suiteArgs, "--"+f.Name+"="+f.Value.String())

@@ -99,3 +99,25 @@ func TestMergeJUnitReportsAMissingPart(t *testing.T) {
 		t.Errorf("merged cases %v, %v: want the native part's one spec", cases, err)
 	}
 }
+
+// The soak counts each spec's outcomes over its runs; a spec that failed in
+// any run is counted as flaky or failing.
+func TestSoakTalliesEachSpec(t *testing.T) {
+	stats := map[string]*specStat{}
+	run := func(status string) []report.TestCase {
+		return []report.TestCase{{Name: "[It] a [VLAN-01]", Status: "passed", Time: 1}, {Name: "[It] b [VLAN-02]", Status: status, Time: 3}, {Name: "[BeforeSuite]", Status: "passed"}}
+	}
+	tally(stats, run("passed"))
+	tally(stats, run("failed"))
+	out := filepath.Join(t.TempDir(), "soak.md")
+	flaky, err := writeSoak(out, []string{"run 1", "run 2"}, stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flaky != 1 || len(stats) != 2 || stats["[It] a [VLAN-01]"].Passed != 2 || stats["[It] b [VLAN-02]"].Failed != 1 {
+		t.Errorf("flaky %d, stats %+v", flaky, stats)
+	}
+	if got := soakRunArgs([]string{"--runs=3", "--vlan=100", "--", "--ginkgo.v"}, "/r"); strings.Join(got, " ") != "--vlan=100 --report-dir=/r -- --ginkgo.v" {
+		t.Errorf("soakRunArgs: %q", got)
+	}
+}
