@@ -52,7 +52,7 @@ func (d *driver) selftest(ctx context.Context) int {
 		fmt.Fprintln(os.Stderr, "selftest report:", err)
 		return 1
 	}
-	fmt.Printf("selftest: %d/%d controls made their spec fail; %s\n", caught, len(outcomes), filepath.Join(d.cfg.ReportDir, "selftest.md"))
+	fmt.Printf("selftest: %d/%d controls caught (their claim's It failed with the declared message); %s\n", caught, len(outcomes), filepath.Join(d.cfg.ReportDir, "selftest.md"))
 	if caught != len(outcomes) || len(outcomes) != len(config.Controls()) {
 		return 1
 	}
