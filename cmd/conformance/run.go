@@ -226,7 +226,7 @@ func (d *driver) describeSubject(env *report.Environment) {
 	}
 	env.KubeVirt = fmt.Sprintf("%s release manifests (%s)", cl.KubeVirtVersion, cl.ManifestsDir)
 	if cl.ImagesArchives != "" {
-		env.KubeVirt += ", images from " + cl.ImagesArchives + " (built by images/build.sh: see images/ for what is patched)"
+		env.KubeVirt += ", images from " + cl.ImagesArchives + " (built here by images/kubevirt/build.sh: virt-launcher on trixie with virtqemud from Debian's libvirt source and its patch series)"
 	}
 	env.Guest = fmt.Sprintf("%s (user %s); the guide's cloud-init (fixtures/cloud-init/vlan100.yaml)", cl.GuestImage, cl.GuestUser)
 	env.Workload = "KubeVirt VMs"
