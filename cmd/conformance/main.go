@@ -5,6 +5,7 @@
 //	conformance run       [flags] [-- suite/ginkgo flags]   the lab tier, reports/conformance.md
 //	conformance selftest  [flags]                           every negative control must make its spec FAIL
 //	conformance bench     [flags]                           wall times: lab VM boot, full conformance
+//	conformance soak      --runs=N [flags] [-- suite flags] N runs in a row: each spec's pass count and wall time
 //	conformance preflight                                   kernel options the lab needs, and which are missing
 //	conformance controls                                    list the negative controls
 package main
@@ -19,6 +20,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -39,6 +42,7 @@ type driver struct {
 	extra     []string // after "--": passed to the suite verbatim
 	rawArgs   []string // everything after the subcommand, for re-running in the VM
 	part      string   // which specs/controls this process runs: all, native, labvm
+	runs      int      // soak: how many runs in a row
 	inVM      bool     // the lab part must run in the lab VM (decided once)
 }
 
@@ -58,7 +62,7 @@ func mainCode() int {
 			fmt.Printf("%-34s %-8s %s\n", c.ID, c.Claim, c.Description)
 		}
 		return 0
-	case "run", "selftest", "bench", "preflight", "kind-up", "kind-down":
+	case "run", "selftest", "bench", "soak", "preflight", "kind-up", "kind-down":
 	default:
 		usage()
 		return config.ExitBadInput
@@ -76,7 +80,7 @@ func mainCode() int {
 	if d.sub == "preflight" {
 		return d.preflight()
 	}
-	if d.sub != "bench" {
+	if d.sub != "bench" && d.sub != "soak" {
 		code, ok := d.decideVM()
 		if !ok {
 			return code
@@ -87,13 +91,15 @@ func mainCode() int {
 		return d.run(ctx)
 	case "selftest":
 		return d.selftest(ctx)
+	case "soak":
+		return d.soak(ctx)
 	default:
 		return d.bench(ctx)
 	}
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: conformance run|selftest|bench|preflight|controls [flags] [-- suite flags]\n  conformance run -h   lists the flags")
+	fmt.Fprintln(os.Stderr, "usage: conformance run|selftest|bench|soak|preflight|controls [flags] [-- suite flags]\n  conformance run -h   lists the flags")
 }
 
 func (d *driver) parse() error {
@@ -103,6 +109,7 @@ func (d *driver) parse() error {
 	fs.StringVar(&d.suite, "suite-binary", "bin/suites.test", "the compiled suite")
 	fs.StringVar(&d.cacheDir, "cache-dir", config.CacheRoot(), "build cache (the lab VM's kernel and initramfs go in its labvm/); $VCF_CACHE sets the default")
 	fs.StringVar(&d.part, "part", "all", "internal: which specs this process runs (all, native, labvm)")
+	fs.IntVar(&d.runs, "runs", 10, "soak: how many conformance runs in a row")
 	args := d.rawArgs
 	for i, a := range args {
 		if a == "--" {
@@ -117,7 +124,7 @@ func (d *driver) parse() error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q (suite flags go after --)", fs.Args())
 	}
-	driverFlags := map[string]bool{"lab-vm": true, "suite-binary": true, "cache-dir": true, "part": true}
+	driverFlags := map[string]bool{"lab-vm": true, "suite-binary": true, "cache-dir": true, "part": true, "runs": true}
 	fs.Visit(func(f *flag.Flag) {
 		if !driverFlags[f.Name] {
 			d.suiteArgs = append(d.suiteArgs, "--"+f.Name+"="+f.Value.String())
@@ -196,8 +203,16 @@ func (d *driver) runInVM(ctx context.Context) int {
 	cache, _ := filepath.Abs(filepath.Join(d.cacheDir, "labvm"))
 	cmd := append([]string{self, d.sub}, d.rawArgs...)
 	cmd = insertBeforeDashDash(cmd, "--lab-vm=never", "--part=labvm")
+	// The VM sees the host read-only and only wd writable: a report or work
+	// dir elsewhere (e.g. /tmp, a tmpfs in the VM) must be shared too, or
+	// the VM's verdicts never reach the host.
+	shares, err := vmShares(wd, d.cfg.ReportDir, d.cfg.WorkDir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lab VM:", err)
+		return 1
+	}
 	code, err := labvm.Run(ctx, labvm.Config{
-		CacheDir: cache, WorkDir: wd, Command: cmd,
+		CacheDir: cache, WorkDir: wd, Shares: shares, Command: cmd,
 		Env:    []string{"CI=" + os.Getenv("CI")},
 		Stdout: os.Stdout, Stderr: os.Stderr, Progress: os.Stderr,
 	})
@@ -206,6 +221,39 @@ func (d *driver) runInVM(ctx context.Context) int {
 		return 1
 	}
 	return code
+}
+
+// vmShares lists the directories of dirs ("" = none; relative = under wd)
+// that lie outside wd, created if missing, each once, none inside another.
+func vmShares(wd string, dirs ...string) ([]string, error) {
+	var abs []string
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(wd, d)
+		}
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+		abs = append(abs, filepath.Clean(d))
+	}
+	sort.Slice(abs, func(i, j int) bool { return len(abs[i]) < len(abs[j]) })
+	var out []string
+	for _, d := range abs {
+		if under(d, wd) || slices.ContainsFunc(out, func(s string) bool { return under(d, s) }) {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// under reports whether path is dir or lies below it.
+func under(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 func insertBeforeDashDash(args []string, flags ...string) []string {

@@ -29,6 +29,9 @@ func TestBadInputExitsTwoAndCreatesNothing(t *testing.T) {
 		{"run", "--uplink=vcf-missing0"},
 		{"run", "--plugin-dir=/nonexistent"},
 		{"selftest", "--lab-vm=sometimes"},
+		// No control exists in the cluster lane: applying one there would
+		// change nothing and look uncaught.
+		{"run", "--tier=cluster", "--dry-run", "--control=VLAN-01/no-vlan-subinterface"},
 		{"frobnicate"},
 	} {
 		os.Args = append([]string{"conformance"}, args...)

@@ -89,11 +89,23 @@ func (d *driver) run(ctx context.Context) int {
 		return d.runPart(ctx, d.part)
 	}
 	os.RemoveAll(filepath.Join(d.cfg.ReportDir, "artifacts"))
+	// An earlier run's verdicts must never stand in for a part that wrote none.
+	for _, p := range []string{"all", "native", "labvm"} {
+		if err := os.Remove(d.junitPath(p)); err != nil && !os.IsNotExist(err) {
+			fmt.Fprintln(os.Stderr, "report:", err)
+			return 1
+		}
+	}
 	junit := d.junitPath("all")
 	env := d.environment()
 	code := 0
 	if !d.inVM {
 		code = d.runPart(ctx, "all")
+		if _, err := os.Stat(junit); err != nil {
+			env.BrokenParts = append(env.BrokenParts, fmt.Sprintf("the run wrote no JUnit (exit %d): no spec has a verdict", code))
+			code = max(code, 1)
+			writeEmptyJUnit(junit)
+		}
 	} else {
 		start := time.Now()
 		native := d.runPart(ctx, "native")
@@ -105,9 +117,19 @@ func (d *driver) run(ctx context.Context) int {
 			"native_s": mid.Sub(start).Seconds(), "labvm_s": time.Since(mid).Seconds(), "labvm_boot_s": labvm.LastBootDuration().Seconds(),
 		})
 		os.WriteFile(filepath.Join(d.cfg.ReportDir, "timing.json"), t, 0o644)
-		if err := mergeJUnit(junit, d.junitPath("native"), d.junitPath("labvm")); err != nil {
+		missing, err := mergeJUnit(junit, d.junitPath("native"), d.junitPath("labvm"))
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "report:", err)
 			return max(code, 1)
+		}
+		for _, m := range missing {
+			part, exit := "native", native
+			if m == d.junitPath("labvm") {
+				part, exit = "labvm", lab
+			}
+			env.BrokenParts = append(env.BrokenParts, fmt.Sprintf("the %s part wrote no JUnit (exit %d): its specs have no verdict", part, exit))
+			fmt.Fprintf(os.Stderr, "report: the %s part wrote no JUnit (%s): a failed part\n", part, m)
+			code = max(code, 1)
 		}
 		vmKernel, _ := os.ReadFile(filepath.Join(d.cfg.ReportDir, "kernel-labvm.txt"))
 		env.Where = fmt.Sprintf("datapath and ARP specs in the lab VM (QEMU, Debian kernel %s); stager specs natively (kernel %s)", vmKernel, env.Kernel)
@@ -137,31 +159,49 @@ var (
 // mergeJUnit joins the <testsuite> elements of several Ginkgo JUnit files
 // into one file, so junit.xml holds every spec of the run once: the specs a
 // part's filter left out are dropped (the suite-level counts stay per part).
-func mergeJUnit(out string, parts ...string) error {
+// A part whose file does not exist is left out and returned in missing: the
+// caller reports it as a failed part.
+func mergeJUnit(out string, parts ...string) (missing []string, err error) {
 	var body strings.Builder
 	for _, p := range parts {
 		b, err := os.ReadFile(p)
+		if os.IsNotExist(err) {
+			missing = append(missing, p)
+			continue
+		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		m := suitesRE.FindSubmatch(b)
 		if m == nil {
-			return fmt.Errorf("%s: no <testsuites>", p)
+			return nil, fmt.Errorf("%s: no <testsuites>", p)
 		}
 		body.Write(filteredRE.ReplaceAll(m[1], nil))
 	}
-	return os.WriteFile(out, []byte(`<?xml version="1.0" encoding="UTF-8"?>`+"\n<testsuites>"+body.String()+"</testsuites>\n"), 0o644)
+	return missing, writeJUnit(out, body.String())
+}
+
+func writeJUnit(path, suites string) error {
+	return os.WriteFile(path, []byte(`<?xml version="1.0" encoding="UTF-8"?>`+"\n<testsuites>"+suites+"</testsuites>\n"), 0o644)
+}
+
+// writeEmptyJUnit stands for a run that wrote none: no spec, no verdict.
+func writeEmptyJUnit(path string) {
+	if err := writeJUnit(path, ""); err != nil {
+		fmt.Fprintln(os.Stderr, "report:", err)
+	}
 }
 
 func (d *driver) environment() report.Environment {
 	env := report.Environment{Tier: d.cfg.Tier, Control: d.cfg.Control, Where: "natively", Kernel: kernelRelease()}
+	d.describeSubject(&env)
 	if labvm.Inside() {
 		env.Where = "in the lab VM (QEMU, Debian kernel)"
 	}
 	out, _ := exec.Command(filepath.Join(d.cfg.PluginDir, "bridge")).CombinedOutput()
 	env.Plugins = strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)[0] + " (" + d.cfg.PluginDir + ")"
 	if d.cfg.Tier == "lab" {
-		env.StagerSubject = stager.DescribeSubject(d.cfg.StagerManifest, d.cfg.StagerImage, d.cfg.PluginDir, d.cfg.StagerImagePlugins())
+		env.StagerDetails = stager.DescribeSubject(d.cfg.StagerManifest, d.cfg.StagerImage, d.cfg.PluginDir, d.cfg.StagerImagePlugins())
 	}
 	return env
 }
@@ -172,4 +212,33 @@ func kernelRelease() string {
 		return "unknown"
 	}
 	return utsString(u.Release[:])
+}
+
+// describeSubject fills the rows that say what was tested.
+func (d *driver) describeSubject(env *report.Environment) {
+	c, cl := d.cfg, d.cfg.Cluster
+	env.StagerSubject = "install-cni-plugins of " + c.StagerManifest
+	env.Gateway = fmt.Sprintf("the suite's (a netns on the veth trunk, %s)", c.Gateway)
+	if c.VendorMode() {
+		env.Gateway = fmt.Sprintf("the user's (%s via --uplink %s)", c.Gateway, c.Uplink)
+	}
+	if c.Tier == "lab" {
+		env.Workload = "lab stand-ins, not KubeVirt VMs: guest netns behind KubeVirt's bridge binding reproduced (netpod.go), launcher netns, libcni"
+		env.KubeVirt = "none (the lab reproduces its bridge binding)"
+		env.Guest = "a netns; the guide's cloud-init (fixtures/cloud-init/vlan100.yaml) applied by the suite's netplan reader"
+		return
+	}
+	env.KubeVirt = fmt.Sprintf("%s release manifests (%s)", cl.KubeVirtVersion, cl.ManifestsDir)
+	if cl.ImagesArchives != "" {
+		env.KubeVirt += ", images from " + cl.ImagesArchives + " (built here by images/kubevirt/build.sh: virt-launcher on trixie with virtqemud from Debian's libvirt source and its patch series)"
+	}
+	env.Guest = fmt.Sprintf("%s (user %s); the guide's cloud-init (fixtures/cloud-init/vlan100.yaml)", cl.GuestImage, cl.GuestUser)
+	env.Workload = "KubeVirt VMs"
+	if cl.Workload == "pod" {
+		env.Workload, env.Pods = "pods attached by Multus (no KubeVirt): the userData's netplan applied by the suite in the pod's netns", true
+		env.KubeVirt, env.Guest = "not installed", "none (pods)"
+	}
+	if c.Kubeconfig != "" {
+		env.Gateway = fmt.Sprintf("the user's (%s, on the cluster of --kubeconfig)", c.Gateway)
+	}
 }

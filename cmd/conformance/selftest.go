@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -53,7 +52,7 @@ func (d *driver) selftest(ctx context.Context) int {
 		fmt.Fprintln(os.Stderr, "selftest report:", err)
 		return 1
 	}
-	fmt.Printf("selftest: %d/%d controls made their spec fail; %s\n", caught, len(outcomes), filepath.Join(d.cfg.ReportDir, "selftest.md"))
+	fmt.Printf("selftest: %d/%d controls caught (their claim's It failed with the declared message); %s\n", caught, len(outcomes), filepath.Join(d.cfg.ReportDir, "selftest.md"))
 	if caught != len(outcomes) || len(outcomes) != len(config.Controls()) {
 		return 1
 	}
@@ -86,28 +85,25 @@ func (d *driver) selftestPart(ctx context.Context, part string) int {
 		junit := filepath.Join(cdir, "junit.xml")
 		args := append(append([]string{}, d.suiteArgs...),
 			"--control="+c.ID, "--report-dir="+cdir,
-			"--ginkgo.label-filter="+c.Claim, "--ginkgo.junit-report="+junit, "--ginkgo.no-color", "--dump-on-failure=false")
+			"--ginkgo.label-filter="+labelFilter(part, c.Claim), "--ginkgo.junit-report="+junit, "--ginkgo.no-color", "--dump-on-failure=false")
 		args = append(args, c.ExtraArgs...)
 		fmt.Printf("selftest: %s (%s): %s\n", c.ID, c.Claim, c.Description)
 		start := time.Now()
 		code := d.runSuiteQuiet(ctx, args, filepath.Join(cdir, "output.txt"))
-		o := report.ControlOutcome{Claim: c.Claim, Control: c.ID, Description: c.Description, ExitCode: code, Seconds: time.Since(start).Seconds()}
+		o := report.ControlOutcome{Claim: c.Claim, Control: c.ID, Description: c.Description, Expected: c.Expect, ExitCode: code, Seconds: time.Since(start).Seconds()}
 		cases, err := report.ReadJUnit(junit)
-		if err != nil {
-			o.Note = "no JUnit: " + err.Error()
+		j := report.Judge(cases, c.Claim, c.Expect)
+		o.Verdict, o.Matched, o.FailedSpecs, o.Note = j.Verdict, j.Matched, j.FailedSpecs, j.Note
+		switch {
+		case code == config.ExitBadInput:
+			o.Verdict, o.Matched, o.FailedSpecs, o.Note = report.BrokeSetup, "", nil, "the suite rejected the control's flags"
+		case err != nil:
+			o.Verdict, o.Matched, o.FailedSpecs, o.Note = report.BrokeSetup, "", nil, "no JUnit: "+err.Error()
 		}
-		for _, tc := range cases {
-			if tc.Failed() && slices.Contains(report.ClaimIDs(tc.Name), c.Claim) {
-				o.SpecFailed = true
-				o.FailedSpecs = append(o.FailedSpecs, tc.Name)
-			}
-		}
-		if code == config.ExitBadInput {
-			o.SpecFailed, o.Note = false, "the suite rejected the control's flags"
-		}
-		verdict := "CAUGHT: the spec failed"
+		o.SpecFailed = o.Verdict == report.Caught
+		verdict := "CAUGHT: " + o.Matched
 		if !o.SpecFailed {
-			verdict = "NOT CAUGHT: the spec did not fail (see " + cdir + "/output.txt)"
+			verdict = strings.ToUpper(o.Verdict) + ": " + o.Note + " (see " + cdir + "/output.txt)"
 		}
 		fmt.Printf("selftest: %s %s (%.1fs)\n", c.ID, verdict, o.Seconds)
 		outcomes = append(outcomes, o)

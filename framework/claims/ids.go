@@ -13,3 +13,11 @@ func IDs(text string) []string {
 	}
 	return ids
 }
+
+// FirstIDAt is where the first claim ID in text begins (-1: none).
+func FirstIDAt(text string) int {
+	if i := idRE.FindStringIndex(text); i != nil {
+		return i[0]
+	}
+	return -1
+}

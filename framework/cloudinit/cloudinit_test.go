@@ -209,3 +209,31 @@ func TestApplyGuideUserData(t *testing.T) {
 		}
 	})
 }
+
+// The control's edit works on the parsed document, whatever the indentation.
+func TestAddDefaultRouteEditsTheParsedDocument(t *testing.T) {
+	ud := "#cloud-config\nwrite_files:\n- path: /etc/netplan/60-x.yaml\n  content: |\n    network:\n     version: 2\n     ethernets:\n      enp2s0:\n       addresses: [192.0.2.10/24]\nruncmd:\n- netplan apply\n"
+	out, err := AddDefaultRoute(ud, "192.0.2.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := ParseCloudConfig(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := cc.WriteFiles[0].Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	np, err := ParseNetplan(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eth := np.Network.Ethernets["enp2s0"]
+	if len(eth.Routes) != 1 || eth.Routes[0].To != "default" || eth.Routes[0].Via != "192.0.2.1" || len(eth.Addresses) != 1 {
+		t.Errorf("edited netplan: %+v", eth)
+	}
+	if !cc.RunsNetplanApply() {
+		t.Error("runcmd lost")
+	}
+}

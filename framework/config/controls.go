@@ -9,6 +9,12 @@ type Control struct {
 	Claim       string   // the claim whose spec must fail, e.g. "VLAN-01"
 	Description string   // what is broken, in one line
 	ExtraArgs   []string // more flags the control needs (e.g. a mutant manifest)
+	// Expect is a substring of the failure message the control must cause
+	// in its claim's own It; a failure for another reason is not caught.
+	Expect string
+	// Cluster: the control exists in the cluster lane too (none does yet:
+	// every control breaks a subject the lab builds).
+	Cluster bool
 }
 
 var controls = map[string]Control{}

@@ -20,11 +20,11 @@ const LongBaseReachableMS = 180000
 
 func init() {
 	register(
-		Control{ID: CtlARPNameDerivedMAC, Claim: "ARP-01", Description: "an unpinned VM's MAC is derived from its name, so re-creation keeps it"},
-		Control{ID: CtlARPAnnounceAtBoot, Claim: "ARP-02", Description: "the guest sends a gratuitous ARP as its address comes up, so the gateway learns the new MAC at once"},
-		Control{ID: CtlARPLongTimers, Claim: "ARP-03", Description: "the gateway runs base_reachable_time_ms=180000, far longer than the declared profile"},
-		Control{ID: CtlARPSilentGuest, Claim: "ARP-04", Description: "the guest's gratuitous ARP never leaves it"},
-		Control{ID: CtlARPPinIgnored, Claim: "ARP-05", Description: "the pinned MAC (VMSpec.MAC) is not passed to the attachment: a fresh one every time"},
-		Control{ID: CtlARPUniqueMACs, Claim: "ARP-06", Description: "a pinned MAC already held by a running VM is replaced by a fresh one, as KubeMacPool would"},
+		Control{ID: CtlARPNameDerivedMAC, Claim: "ARP-01", Description: "an unpinned VM's MAC is derived from its name, so re-creation keeps it", Expect: "must give its VLAN NIC a fresh MAC"},
+		Control{ID: CtlARPAnnounceAtBoot, Claim: "ARP-02", Description: "the guest sends a gratuitous ARP as its address comes up, so the gateway learns the new MAC at once", Expect: "must still hold the old MAC"},
+		Control{ID: CtlARPLongTimers, Claim: "ARP-03", Description: "the gateway runs base_reachable_time_ms=180000, far longer than the declared profile", Expect: "must recover by itself within"},
+		Control{ID: CtlARPSilentGuest, Claim: "ARP-04", Description: "the guest's gratuitous ARP never leaves it", Expect: "must flip to the new MAC"},
+		Control{ID: CtlARPPinIgnored, Claim: "ARP-05", Description: "the pinned MAC (VMSpec.MAC) is not passed to the attachment: a fresh one every time", Expect: "the pinned MAC must survive re-creation"},
+		Control{ID: CtlARPUniqueMACs, Claim: "ARP-06", Description: "a pinned MAC already held by a running VM is replaced by a fresh one, as KubeMacPool would", Expect: "a MAC collision must show as"},
 	)
 }

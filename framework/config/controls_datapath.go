@@ -7,27 +7,29 @@ const (
 	CtlWrongVLAN          = "VLAN-01/wrong-vlan-id"
 	CtlUntagged           = "VLAN-02/untagged-wiring"
 	CtlMacvlanPassthru    = "VLAN-03/macvlan-passthru"
-	CtlMacvlanAsBridge    = "VLAN-04/bridge-instead-of-macvlan"
+	CtlHostMacvlanShim    = "VLAN-04/host-address-on-macvlan-sibling"
 	CtlAddrOnSubinterface = "VLAN-05/address-on-uplink.100"
 	CtlHostLocalIPAM      = "VLAN-06/host-local-ipam"
 	CtlDefaultRouteOnVLAN = "VLAN-07/default-route-on-vlan-nic"
 	CtlBothVLANsOneBridge = "VLAN-08/both-vlans-one-bridge"
+	CtlProbeCannotLeave   = "VLAN-08/probe-cannot-leave"
 	CtlNodeHasBridge      = "VLAN-09/node-has-bridge"
 	CtlJumboPath          = "VLAN-10/jumbo-physical-path"
 )
 
 func init() {
 	register(
-		Control{ID: CtlNoSubinterface, Claim: "VLAN-01", Description: "br100 enslaves no VLAN sub-interface (uplink.100 absent)"},
-		Control{ID: CtlWrongVLAN, Claim: "VLAN-01", Description: "the node's sub-interface carries VLAN 101, the gateway VLAN 100"},
-		Control{ID: CtlUntagged, Claim: "VLAN-02", Description: "br100 enslaves the untagged uplink itself"},
-		Control{ID: CtlMacvlanPassthru, Claim: "VLAN-03", Description: "macvlan in passthru mode: the child receives every frame, so replies to the guest MAC arrive"},
-		Control{ID: CtlMacvlanAsBridge, Claim: "VLAN-04", Description: "the macvlan node is provisioned per the guide and its NAD is bridge-type, so the host does reach the guest"},
-		Control{ID: CtlAddrOnSubinterface, Claim: "VLAN-05", Description: "the node's address sits on the enslaved uplink.100 instead of br100"},
-		Control{ID: CtlHostLocalIPAM, Claim: "VLAN-06", Description: "the NAD carries host-local IPAM instead of ipam: {}"},
-		Control{ID: CtlDefaultRouteOnVLAN, Claim: "VLAN-07", Description: "cloud-init also puts a default route on the VLAN NIC"},
-		Control{ID: CtlBothVLANsOneBridge, Claim: "VLAN-08", Description: "br100 enslaves both uplink.100 and uplink.200"},
-		Control{ID: CtlNodeHasBridge, Claim: "VLAN-09", Description: "the node lacking bridge has it after all"},
-		Control{ID: CtlJumboPath, Claim: "VLAN-10", Description: "the physical VLAN carries 9000-byte frames, so the path is not smaller"},
+		Control{ID: CtlNoSubinterface, Claim: "VLAN-01", Description: "br100 enslaves no VLAN sub-interface (uplink.100 absent)", Expect: "must reach the gateway"},
+		Control{ID: CtlWrongVLAN, Claim: "VLAN-01", Description: "the node's sub-interface carries VLAN 101, the gateway VLAN 100", Expect: "must reach the gateway"},
+		Control{ID: CtlUntagged, Claim: "VLAN-02", Description: "br100 enslaves the untagged uplink itself", Expect: "may cross the trunk untagged"},
+		Control{ID: CtlMacvlanPassthru, Claim: "VLAN-03", Description: "macvlan in passthru mode: the child receives every frame, so replies to the guest MAC arrive", Expect: "no reply may reach the guest"},
+		Control{ID: CtlHostMacvlanShim, Claim: "VLAN-04", Description: "the node's address sits on a macvlan sibling (mode bridge) of the pod's child instead of the parent: the host does reach the child", Expect: "no ARP frame of the host"},
+		Control{ID: CtlAddrOnSubinterface, Claim: "VLAN-05", Description: "the node's address sits on the enslaved uplink.100 instead of br100", Expect: "must reach the guest"},
+		Control{ID: CtlHostLocalIPAM, Claim: "VLAN-06", Description: "the NAD carries host-local IPAM instead of ipam: {}", Expect: "must carry no IP"},
+		Control{ID: CtlDefaultRouteOnVLAN, Claim: "VLAN-07", Description: "cloud-init also puts a default route on the VLAN NIC", Expect: "the default route must stay on the pod NIC"},
+		Control{ID: CtlBothVLANsOneBridge, Claim: "VLAN-08", Description: "br100 enslaves both uplink.100 and uplink.200", Expect: "must go unanswered"},
+		Control{ID: CtlProbeCannotLeave, Claim: "VLAN-08", Description: "the guest's ARP probe never leaves it (its VLAN NIC is down while it runs): silence proves nothing", Expect: "must be seen leaving"},
+		Control{ID: CtlNodeHasBridge, Claim: "VLAN-09", Description: "the node lacking bridge has it after all", Expect: "must fail naming the missing plugin"},
+		Control{ID: CtlJumboPath, Claim: "VLAN-10", Description: "the physical VLAN carries 9000-byte frames, so the path is not smaller", Expect: "must be dropped on a path smaller"},
 	)
 }

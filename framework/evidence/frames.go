@@ -117,6 +117,11 @@ func (fs Frames) ARPRequestsFor(ip netip.Addr) Frames {
 	return fs.filter(func(f Frame) bool { return f.ARP != nil && f.ARP.Op == 1 && f.ARP.TargetIP == ip })
 }
 
+// ARPSentBy keeps ARP frames whose sender protocol address is ip.
+func (fs Frames) ARPSentBy(ip netip.Addr) Frames {
+	return fs.filter(func(f Frame) bool { return f.ARP != nil && f.ARP.SenderIP == ip })
+}
+
 // ARPRepliesFrom keeps ARP replies announcing ip.
 func (fs Frames) ARPRepliesFrom(ip netip.Addr) Frames {
 	return fs.filter(func(f Frame) bool { return f.ARP != nil && f.ARP.Op == 2 && f.ARP.SenderIP == ip })

@@ -20,7 +20,11 @@ const (
 	AddrOnSubinterface               // uplink.100 in br100, address on uplink.100
 	BothVLANs                        // uplink.100 and uplink.200 in br100
 	MacvlanParent                    // no bridge; address on uplink.100 (macvlan users)
+	MacvlanShim                      // no bridge; address on a macvlan child of uplink.100 (the host's workaround)
 )
+
+// ShimName is the host's own macvlan child under MacvlanShim.
+const ShimName = "vcf-shim"
 
 // NodeSpec describes one node of the fabric.
 type NodeSpec struct {
@@ -144,14 +148,15 @@ func (f *Fabric) provision(n *Node, up netlink.Link) error {
 		switch w {
 		case GuideBridge:
 			w = UntaggedUplink
-		case MacvlanParent:
+		case MacvlanParent, MacvlanShim:
 		default:
 			return fmt.Errorf("wiring %d needs a tagged trunk (8021q)", w)
 		}
 		n.Parent = UplinkName
 	}
 	var ports []netlink.Link
-	if w != NoSubinterface && w != UntaggedUplink && !(w == MacvlanParent && f.Spec.Untagged) {
+	macvlan := w == MacvlanParent || w == MacvlanShim
+	if w != NoSubinterface && w != UntaggedUplink && !(macvlan && f.Spec.Untagged) {
 		vid := f.vlanFor(w)
 		var sub netlink.Link
 		var err error
@@ -181,6 +186,22 @@ func (f *Fabric) provision(n *Node, up netlink.Link) error {
 	}
 	if w == MacvlanParent {
 		return addAddr(h, n.Parent, n.Spec.Address)
+	}
+	if w == MacvlanShim {
+		// The host talks through a macvlan sibling of the pods' children
+		// (mode bridge): the usual way around parent/child isolation.
+		parent, err := h.LinkByName(n.Parent)
+		if err != nil {
+			return err
+		}
+		shim := &netlink.Macvlan{LinkAttrs: netlink.LinkAttrs{Name: ShimName, ParentIndex: parent.Attrs().Index}, Mode: netlink.MACVLAN_MODE_BRIDGE}
+		if err := h.LinkAdd(shim); err != nil {
+			return fmt.Errorf("macvlan %s on %s: %w", ShimName, n.Parent, err)
+		}
+		if err := h.LinkSetUp(shim); err != nil {
+			return err
+		}
+		return addAddr(h, ShimName, n.Spec.Address)
 	}
 	// The guide: a bridge enslaving the tagged sub-interface; the host's
 	// presence on the VLAN is on the bridge, and no default route.

@@ -34,3 +34,15 @@ func runScript(cfg Config) (string, error) {
 
 // shQuote quotes s for the guest's sh.
 func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// shareConfig is /ctl/config, sourced by the init script: the work dir and
+// the extra shares, mounted in this order (a parent before its children).
+func shareConfig(cfg Config) string {
+	var b strings.Builder
+	b.WriteString("WORKDIR=" + shQuote(filepath.Clean(cfg.WorkDir)) + "\n")
+	fmt.Fprintf(&b, "NSHARES=%d\n", len(cfg.Shares))
+	for i, d := range cfg.Shares {
+		fmt.Fprintf(&b, "SHARE%d=%s\n", i, shQuote(filepath.Clean(d)))
+	}
+	return b.String()
+}

@@ -56,6 +56,14 @@ mount -t tmpfs tmpfs $r/dev/shm
 # WorkDir may lie under a tmpfs just mounted (e.g. /tmp): create the mount point.
 mkdir -p "$r$WORKDIR" 2>/dev/null
 mount -t 9p -o $o,cache=mmap labwork "$r$WORKDIR" || die "cannot mount labwork at $WORKDIR"
+# Directories outside WorkDir the command writes to (a report dir in /tmp).
+i=0
+while [ $i -lt "${NSHARES:-0}" ]; do
+	eval d=\"\$SHARE$i\"
+	mkdir -p "$r$d" 2>/dev/null
+	mount -t 9p -o $o,cache=mmap labshare$i "$r$d" || die "cannot mount labshare$i at $d"
+	i=$((i+1))
+done
 ip link set lo up
 hostname labvm
 cp /ctl/run.sh $r/run/labvm-run.sh

@@ -32,6 +32,7 @@ import (
 type Config struct {
 	CacheDir string   // absolute; holds kernel, modules, initramfs, accel verdict, console.log
 	WorkDir  string   // absolute host dir shared read-write at the same path in the VM
+	Shares   []string // more absolute host dirs shared read-write at their own paths (e.g. a report dir in /tmp)
 	Command  []string // absolute path + args, run in the VM with cwd = WorkDir
 	Env      []string // extra KEY=VALUE for the command (LABVM=1 is always set)
 	MemoryMB int      // default 1024
@@ -65,6 +66,11 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	if fi, err := os.Stat(cfg.WorkDir); err != nil || !fi.IsDir() || !filepath.IsAbs(cfg.WorkDir) {
 		return -1, fmt.Errorf("labvm: WorkDir %q must be an existing absolute directory", cfg.WorkDir)
 	}
+	for _, d := range cfg.Shares {
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() || !filepath.IsAbs(d) {
+			return -1, fmt.Errorf("labvm: share %q must be an existing absolute directory", d)
+		}
+	}
 	if err := need("qemu-system-x86_64", "qemu-system-x86"); err != nil {
 		return -1, err
 	}
@@ -87,7 +93,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		return -1, err
 	}
 	for name, data := range map[string]string{
-		"config": "WORKDIR=" + shQuote(filepath.Clean(cfg.WorkDir)) + "\n",
+		"config": shareConfig(cfg),
 		"run.sh": script, "stdout": "", "stderr": "",
 	} {
 		if err := os.WriteFile(filepath.Join(ctl, name), []byte(data), 0o644); err != nil {
@@ -103,6 +109,9 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		"local,path=/,mount_tag=hostroot,security_model=passthrough,readonly=on,multidevs=remap",
 		"local,path=" + qemuEscape(ctl) + ",mount_tag=labctl,security_model=passthrough",
 		"local,path=" + qemuEscape(cfg.WorkDir) + ",mount_tag=labwork,security_model=passthrough,multidevs=remap",
+	}
+	for i, d := range cfg.Shares {
+		shares = append(shares, "local,path="+qemuEscape(d)+",mount_tag=labshare"+strconv.Itoa(i)+",security_model=passthrough,multidevs=remap")
 	}
 	progress(cfg, "labvm: booting (%s)", accel)
 	lastBoot.Store(0)

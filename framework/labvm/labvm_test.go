@@ -60,7 +60,9 @@ func TestRunVLANInVM(t *testing.T) {
 	cfg := vmConfig(t)
 	stdout, stderr, prog := newSyncBuf(""), newSyncBuf(""), newSyncBuf("")
 	cfg.Stdout, cfg.Stderr, cfg.Progress = stdout, stderr, prog
-	cfg.Env = []string{"WORKDIR_FILE=" + filepath.Join(cfg.WorkDir, "result")}
+	// A second share outside WorkDir, as --report-dir=/tmp/x makes.
+	cfg.Shares = []string{t.TempDir()}
+	cfg.Env = []string{"WORKDIR_FILE=" + filepath.Join(cfg.WorkDir, "result"), "SHARE_FILE=" + filepath.Join(cfg.Shares[0], "result")}
 	cfg.Command = []string{"/bin/sh", "-c", `echo out; echo err >&2
 		[ "$LABVM" = 1 ] && [ "$(pwd)" = "` + cfg.WorkDir + `" ] || exit 10
 		ip link add v0 type veth peer name v1 &&
@@ -69,7 +71,7 @@ func TestRunVLANInVM(t *testing.T) {
 		ip link add br0 type bridge &&
 		ip link add link v1 name mv0 type macvlan &&
 		ip netns add ns1 && ip link set v1 netns ns1 &&
-		echo ok > "$WORKDIR_FILE"
+		echo ok > "$WORKDIR_FILE" && echo shared > "$SHARE_FILE"
 		exit 3`}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -90,6 +92,9 @@ func TestRunVLANInVM(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(cfg.WorkDir, "result")); err != nil || string(b) != "ok\n" {
 		t.Errorf("file written in the VM: %q, %v", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(cfg.Shares[0], "result")); err != nil || string(b) != "shared\n" {
+		t.Errorf("file written in the VM to a share outside WorkDir: %q, %v", b, err)
 	}
 	if !strings.Contains(prog.String(), "labvm: boot ") || LastBootDuration() <= 0 {
 		t.Errorf("no boot time reported: progress %q, LastBootDuration %v", prog, LastBootDuration())

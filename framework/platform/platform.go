@@ -89,6 +89,10 @@ type Guest interface {
 	// VLANInterface is the guest's name for its VLAN NIC, found by MAC.
 	VLANInterface() string
 	Addresses(ctx context.Context, iface string) ([]netip.Prefix, error)
+	// LinkMAC is the MAC the guest's own OS reports for an interface it
+	// names (its console's `ip link` in a cluster): an observation apart
+	// from MAC(), which a cluster takes from the VMI status.
+	LinkMAC(ctx context.Context, iface string) (net.HardwareAddr, error)
 	Routes(ctx context.Context) ([]Route, error)
 	MTU(ctx context.Context, iface string) (int, error)
 	Ping(ctx context.Context, dst netip.Addr, opts ...PingOption) (PingResult, error)
@@ -127,7 +131,14 @@ type VMSpec struct {
 	Networks  []string // NAD names, as in vm-instance's networks: [{name: ...}]
 	CloudInit string   // userData
 	MAC       string   // pinned MAC of the VLAN NIC ("" = generated)
+	// Binding is how the attachment meets the workload: "" is KubeVirt's
+	// bridge binding (a VM); NoBinding makes the attachment's interface the
+	// workload's own NIC, as in a plain pod (VLAN-04's macvlan child).
+	Binding string
 }
+
+// NoBinding: the CNI interface is the workload's NIC, no VM behind it.
+const NoBinding = "none"
 
 // Route is one entry of the guest's routing table.
 type Route struct {
@@ -257,6 +268,9 @@ type KubeVMs interface {
 	// StartVMNoWait creates the VM's objects and returns without waiting
 	// for it to become ready (for claims about a VM that must not start).
 	StartVMNoWait(ctx context.Context, spec VMSpec) error
+	// VMIInterfaces lists the network names the VM's instance reports in
+	// its status.interfaces (none when there is no instance yet).
+	VMIInterfaces(ctx context.Context, namespace, vmName string) ([]string, error)
 }
 
 // Event is a Kubernetes event about an object.

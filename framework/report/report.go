@@ -79,6 +79,7 @@ type Verdict struct {
 
 // Verdicts maps every claim of the catalogue to its verdict in cases.
 func Verdicts(cases []TestCase, reportDir string) []Verdict {
+	reasons := containerSkips(cases)
 	var out []Verdict
 	for _, c := range claims.All {
 		v := Verdict{Claim: c, Verdict: "not run"}
@@ -95,8 +96,8 @@ func Verdicts(cases []TestCase, reportDir string) []Verdict {
 				}
 			case tc.Status == "skipped" || tc.Skipped != nil:
 				v.Skipped++
-				if tc.Skipped != nil && (skip == "" || strings.Contains(skip, "Skip() was called")) {
-					skip = strings.TrimPrefix(firstLine(tc.Skipped.Message), "skipped - ")
+				if r := skipReason(tc, reasons); skip == "" {
+					skip = r
 				}
 			default:
 				v.Passed++
@@ -105,11 +106,10 @@ func Verdicts(cases []TestCase, reportDir string) []Verdict {
 		switch {
 		case v.Failed > 0:
 			v.Verdict, v.Reason = "FAILED", failure
+		case v.Passed > 0 && v.Skipped > 0:
+			v.Verdict = fmt.Sprintf("passed (%d of %d specs; skipped: %s)", v.Passed, v.Passed+v.Skipped, skip)
 		case v.Passed > 0:
 			v.Verdict = "passed"
-			if v.Skipped > 0 {
-				v.Reason = fmt.Sprintf("%d of its specs skipped: %s", v.Skipped, skip)
-			}
 		case v.Skipped > 0:
 			v.Verdict, v.Reason = "skipped", skip
 		}
@@ -125,32 +125,111 @@ func Verdicts(cases []TestCase, reportDir string) []Verdict {
 	return out
 }
 
+// ginkgoDefaultSkip is how Ginkgo marks the specs after the first of an
+// Ordered container whose BeforeAll called Skip: not the spec's words.
+const ginkgoDefaultSkip = "Skip() was called in BeforeAll"
+
+// container is the text of a spec's containers: its name up to the first
+// claim ID.
+func container(name string) string {
+	if i := claims.FirstIDAt(name); i >= 0 {
+		return strings.TrimSpace(name[:i])
+	}
+	return name
+}
+
+// containerSkips maps each container to the first skip message a spec of
+// it gave in its own words (the BeforeAll's Skip reaches the first spec).
+func containerSkips(cases []TestCase) map[string]string {
+	out := map[string]string{}
+	for _, tc := range cases {
+		if tc.Skipped == nil {
+			continue
+		}
+		m := strings.TrimPrefix(firstLine(tc.Skipped.Message), "skipped - ")
+		if m == "" || m == "skipped" || strings.Contains(m, ginkgoDefaultSkip) {
+			continue
+		}
+		if _, ok := out[container(tc.Name)]; !ok {
+			out[container(tc.Name)] = m
+		}
+	}
+	return out
+}
+
+// skipReason is a skipped spec's reason in the spec's own words: its
+// message, or, where Ginkgo gave its default, its container's.
+func skipReason(tc TestCase, reasons map[string]string) string {
+	if tc.Skipped != nil {
+		m := strings.TrimPrefix(firstLine(tc.Skipped.Message), "skipped - ")
+		if m != "" && m != "skipped" && !strings.Contains(m, ginkgoDefaultSkip) {
+			return m
+		}
+	}
+	if r, ok := reasons[container(tc.Name)]; ok {
+		return r
+	}
+	return "skipped in its container's setup; the suite's log has the reason"
+}
+
 // Environment describes where a run happened.
 type Environment struct {
 	Tier, Kernel, Plugins, Control, Where string
-	// StagerSubject names what the STG specs judged (Markdown list lines).
-	StagerSubject string
+	// What was tested: the workload (KubeVirt VMs or pods), the stager
+	// subject, the KubeVirt build, the guest, the gateway.
+	Workload, StagerSubject, KubeVirt, Guest, Gateway string
+	Pods                                              bool // the workload was pods: passed claims say so
+	// BrokenParts says which parts of the run wrote no JUnit: their specs
+	// have no verdict in this report, and the run failed.
+	BrokenParts []string
+	// StagerDetails names what the STG specs judged, in full (Markdown
+	// list lines: manifest and sha256, image reference, its /cni-plugins).
+	StagerDetails string
 }
 
 // WriteConformance writes conformance.md from the verdicts.
 func WriteConformance(path string, env Environment, vs []Verdict) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Conformance report: KubeVirt VMs on an external VLAN\n\n")
-	fmt.Fprintf(&b, "| | |\n|---|---|\n| date | %s |\n| tier | %s |\n| kernel | %s |\n| CNI plugins | %s |\n| ran | %s |\n",
-		time.Now().UTC().Format(time.RFC3339), env.Tier, env.Kernel, env.Plugins, env.Where)
+	fmt.Fprintf(&b, "| | |\n|---|---|\n| date | %s |\n", time.Now().UTC().Format(time.RFC3339))
+	for _, row := range [][2]string{
+		{"tier", env.Tier}, {"workload", env.Workload}, {"stager subject", env.StagerSubject},
+		{"KubeVirt", env.KubeVirt}, {"guest", env.Guest}, {"CNI plugins", env.Plugins},
+		{"gateway", env.Gateway}, {"kernel", env.Kernel}, {"ran", env.Where},
+	} {
+		if row[1] == "" {
+			row[1] = "unknown"
+		}
+		fmt.Fprintf(&b, "| %s | %s |\n", row[0], strings.ReplaceAll(row[1], "|", "\\|"))
+	}
 	if env.Control != "" {
 		fmt.Fprintf(&b, "| negative control | %s |\n", env.Control)
+	}
+	for _, p := range env.BrokenParts {
+		fmt.Fprintf(&b, "| **failed part** | %s |\n", p)
 	}
 	fmt.Fprintf(&b, "\n| claim | guide | verdict | specs (pass/fail/skip) | evidence |\n|---|---|---|---|---|\n")
 	for _, v := range vs {
 		verdict := v.Verdict
+		if env.Pods && strings.HasPrefix(verdict, "passed") {
+			verdict = "passed on pods, not VMs" + strings.TrimPrefix(verdict, "passed")
+		}
 		if v.Reason != "" {
 			verdict += ": " + strings.ReplaceAll(v.Reason, "|", "\\|")
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %d/%d/%d | %s |\n", v.Claim.ID, strings.ReplaceAll(v.Claim.Sentence, "|", "\\|"), verdict, v.Passed, v.Failed, v.Skipped, v.Evidence)
 	}
-	if env.StagerSubject != "" {
-		b.WriteString("\n## Stager subject (STG-)\n\n" + env.StagerSubject)
+	if env.StagerDetails != "" {
+		b.WriteString("\n## Stager subject (STG-)\n\n" + env.StagerDetails)
+	}
+	var exempt []string
+	for _, v := range vs {
+		if v.Claim.Exemption != "" {
+			exempt = append(exempt, fmt.Sprintf("- %s: %s\n", v.Claim.ID, v.Claim.Exemption))
+		}
+	}
+	if len(exempt) > 0 {
+		b.WriteString("\nClaims without a negative control, and why:\n\n" + strings.Join(exempt, ""))
 	}
 	b.WriteString("\nEvidence paths are relative to this file. Failed specs also leave `failure-*/` dumps of every namespace (ip a/link/route/neigh, bridge fdb).\n")
 	return os.WriteFile(path, []byte(b.String()), 0o644)
@@ -158,10 +237,14 @@ func WriteConformance(path string, env Environment, vs []Verdict) error {
 
 // ControlOutcome is one negative control's record in selftest.json.
 type ControlOutcome struct {
-	Claim       string   `json:"claim"`
-	Control     string   `json:"control"`
-	Description string   `json:"description"`
+	Claim       string `json:"claim"`
+	Control     string `json:"control"`
+	Description string `json:"description"`
+	// SpecFailed is true only when the control was caught by the rule (Judge).
 	SpecFailed  bool     `json:"spec_failed"`
+	Verdict     string   `json:"verdict"`  // Caught, BrokeSetup or NotCaught
+	Expected    string   `json:"expected"` // the failure message the control declares
+	Matched     string   `json:"matched,omitempty"`
 	FailedSpecs []string `json:"failed_specs,omitempty"`
 	ExitCode    int      `json:"exit_code"`
 	Seconds     float64  `json:"seconds"`
@@ -179,18 +262,19 @@ func WriteSelftest(dir string, outcomes []ControlOutcome) error {
 		return err
 	}
 	var m strings.Builder
-	m.WriteString("# Negative controls\n\nEach control runs its claim's specs against a deliberately broken subject; the spec must FAIL.\n\n")
-	m.WriteString("| claim | control | broken subject | spec failed | failing spec |\n|---|---|---|---|---|\n")
+	m.WriteString("# Negative controls\n\nEach control runs its claim's specs against a deliberately broken subject. It is caught only when the claim's own `It` fails, as an assertion, with the failure the control declares; a failure in setup or `BeforeAll`, a panic or a timeout is \"control broke the setup\", not caught.\n\n")
+	m.WriteString("| claim | control | broken subject | verdict | expected failure | matched failure message (or why not caught) |\n|---|---|---|---|---|---|\n")
+	esc := func(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "|", "\\|"), "\n", " ") }
 	for _, o := range outcomes {
-		verdict := "yes"
+		verdict := o.Verdict
 		if !o.SpecFailed {
-			verdict = "**NO: control not caught**"
+			verdict = "**" + verdict + "**"
 		}
-		spec := strings.Join(o.FailedSpecs, "; ")
-		if o.Note != "" {
-			spec += " (" + o.Note + ")"
+		got := o.Matched
+		if got == "" {
+			got = o.Note
 		}
-		fmt.Fprintf(&m, "| %s | %s | %s | %s | %s |\n", o.Claim, o.Control, o.Description, verdict, strings.ReplaceAll(spec, "|", "\\|"))
+		fmt.Fprintf(&m, "| %s | %s | %s | %s | %s | %s |\n", o.Claim, o.Control, esc(o.Description), verdict, esc(o.Expected), esc(got))
 	}
 	return os.WriteFile(filepath.Join(dir, "selftest.md"), []byte(m.String()), 0o644)
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/suites/labels"
 	"github.com/cozystack/vlan-conformance/suites/skip"
+	"github.com/cozystack/vlan-conformance/suites/wire"
 )
 
 const (
@@ -95,8 +96,14 @@ var _ = Describe("Re-creating a VM on VLAN 100", labels.ARP, Ordered, ContinueOn
 		entry, err := gw.Neighbor(ctx, v.addr)
 		readAt := time.Now()
 		Expect(err).NotTo(HaveOccurred())
-		res, err := gw.Ping(ctx, v.addr, platform.WithCount(3), platform.WithInterval(100*time.Millisecond), platform.WithTimeout(300*time.Millisecond))
+		var res platform.PingResult
+		// The gateway's requests are watched where they leave it (the trunk):
+		// "no reply" proves the outage only if the requests went out.
+		onTrunk := wire.While(ctx, p.Trunk(p.BridgeNodes()[0]), "ARP-02", "trunk.pcap", func() {
+			res, err = gw.Ping(ctx, v.addr, platform.WithCount(3), platform.WithInterval(100*time.Millisecond), platform.WithTimeout(300*time.Millisecond))
+		})
 		Expect(err).NotTo(HaveOccurred())
+		sent := onTrunk.EchoRequests(gw.Address(), v.addr)
 
 		tl := newTimeline("ARP-02: right after re-creating " + v.Name())
 		tl.origin = rc.ready
@@ -108,11 +115,13 @@ var _ = Describe("Re-creating a VM on VLAN 100", labels.ARP, Ordered, ContinueOn
 		for i, r := range res.Replies {
 			tl.add(r, "echo reply %d", i+1)
 		}
-		tl.add(time.Now(), "gateway → guest: %d of %d echo requests answered", res.Received, res.Sent)
+		tl.add(time.Now(), "gateway → guest: %d of %d echo requests answered (send error: %v); on the trunk %d of them, %d addressed to the old MAC (trunk.pcap)", res.Received, res.Sent, res.Err, len(sent), len(sent.To(rc.oldMAC)))
 		Expect(tl.write("ARP-02", "outage.md")).To(Succeed())
 
 		Expect(entry.MAC.String()).To(Equal(rc.oldMAC.String()),
 			"right after re-creation the gateway must still hold the old MAC %s for %s (the guest now has %s)", rc.oldMAC, v.addr, rc.newMAC)
+		Expect(res.Err).NotTo(HaveOccurred(), "every echo request must leave the gateway")
+		Expect(sent.To(rc.oldMAC)).NotTo(BeEmpty(), "the gateway's echo requests to %s must be seen on the trunk, addressed to the old MAC %s:\n%s", v.addr, rc.oldMAC, onTrunk.Summary(20))
 		Expect(res.Received).To(BeZero(), "gateway-to-guest must fail while the gateway holds the old MAC")
 		AddReportEntry("ARP-02 expected outage (not a fault)", fmt.Sprintf(
 			"as the guide warns: %d ms after re-creation the gateway's entry for %s is %s while the guest has %s; gateway → guest %d/%d echo requests answered",
@@ -287,10 +296,11 @@ var _ = Describe("Re-creating a VM on VLAN 100", labels.ARP, Ordered, ContinueOn
 		Expect(tl.write("ARP-05", "timeline.md")).To(Succeed())
 		AddReportEntry("ARP-05 timeline", tl.Markdown())
 
-		Expect(len(lost)).To(BeZero(), "no echo request sent after the re-created VM was up (+%s) may go unanswered: %d were, the first %s after it was up",
-			grace, len(lost), firstOffset(lost, rc.ready))
+		// The cause first: a lost MAC explains the outage that follows it.
 		Expect(rc.newMAC.String()).To(Equal(rc.oldMAC.String()), "the pinned MAC must survive re-creation")
 		Expect(rc.newMAC.String()).To(Equal(pinnedMAC), "the guest must carry the MAC pinned on its interface")
+		Expect(len(lost)).To(BeZero(), "no echo request sent after the re-created VM was up (+%s) may go unanswered: %d were, the first %s after it was up",
+			grace, len(lost), firstOffset(lost, rc.ready))
 	})
 
 	// Seed 003: "If two VMs accidentally receive the same MAC address, an enterprise network

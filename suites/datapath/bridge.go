@@ -15,8 +15,10 @@ import (
 	"github.com/cozystack/vlan-conformance/fixtures"
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/probe"
 	"github.com/cozystack/vlan-conformance/suites/labels"
 	"github.com/cozystack/vlan-conformance/suites/skip"
+	"github.com/cozystack/vlan-conformance/suites/wire"
 )
 
 const tenant = "tenant-example"
@@ -80,7 +82,7 @@ var _ = Describe("A VM bridged onto VLAN 100 through br100", labels.Datapath, Or
 	It("[VLAN-02] sends the guest's frames across the trunk tagged with the VLAN id", labels.Claim("VLAN-02"), func(ctx SpecContext) {
 		skip.IfUntagged(p, "VLAN-02")
 		vlan := p.Config().VLAN
-		frames := captureWhile(ctx, p.Trunk(guestA.Node()), "VLAN-02", "trunk.pcap", func() {
+		frames := wire.While(ctx, p.Trunk(guestA.Node()), "VLAN-02", "trunk.pcap", func() {
 			guestA.Ping(ctx, gw, platform.WithCount(2))
 		})
 		fromGuest := frames.From(guestA.MAC())
@@ -133,13 +135,13 @@ var _ = Describe("A VM bridged onto VLAN 100 through br100", labels.Datapath, Or
 			}
 		}
 		subnet := netip.MustParsePrefix(p.Config().Subnet)
-		Expect(onVLAN).To(HaveLen(1), "the VLAN NIC must have one route: %+v", onVLAN)
-		Expect(onVLAN[0].Dst).To(Equal(subnet))
-		Expect(onVLAN[0].Scope).To(Equal("link"), "the VLAN route must be the connected one")
 		Expect(defaults).NotTo(BeEmpty(), "the guest must keep a default route")
 		for _, d := range defaults {
 			Expect(d.Iface).NotTo(Equal(guestA.VLANInterface()), "the default route must stay on the pod NIC: %+v", d)
 		}
+		Expect(onVLAN).To(HaveLen(1), "the VLAN NIC must have one route: %+v", onVLAN)
+		Expect(onVLAN[0].Dst).To(Equal(subnet))
+		Expect(onVLAN[0].Scope).To(Equal("link"), "the VLAN route must be the connected one")
 	})
 
 	// VLANs of one trunk are separate broadcast domains.
@@ -150,12 +152,19 @@ var _ = Describe("A VM bridged onto VLAN 100 through br100", labels.Datapath, Or
 			Skip("no host on a second VLAN is known (vendor mode)")
 		}
 		var answer error
-		frames := captureWhile(ctx, p.Gateway().OtherVLANPoint(), "VLAN-08", "other-vlan.pcap", func() {
-			_, answer = guestA.ARPProbe(ctx, other, 2*time.Second)
+		var leaving evidence.Frames
+		frames := wire.While(ctx, p.Gateway().OtherVLANPoint(), "VLAN-08", "other-vlan.pcap", func() {
+			leaving = wire.While(ctx, wire.Egress(p, guestA), "VLAN-08", "guest-egress.pcap", func() {
+				_, answer = guestA.ARPProbe(ctx, other, 2*time.Second)
+			})
 		})
-		evidence.Note("VLAN-08", "guest ARP who-has %s on %s: %v; frames from the guest on VLAN %d: %d (other-vlan.pcap)", other, guestA.VLANInterface(), answer, p.Config().OtherVLAN, len(frames.From(guestA.MAC())))
-		Expect(answer).To(HaveOccurred(), "nobody on VLAN %d may answer the guest's ARP for %s", p.Config().OtherVLAN, other)
-		Expect(frames.From(guestA.MAC())).To(BeEmpty(), "no frame of the guest may appear on VLAN %d", p.Config().OtherVLAN)
+		asked := leaving.From(guestA.MAC()).ARPRequestsFor(other)
+		evidence.Note("VLAN-08", "guest ARP who-has %s on %s: %v; seen leaving at %s: %d requests (guest-egress.pcap); frames from the guest on VLAN %d: %d (other-vlan.pcap)",
+			other, guestA.VLANInterface(), answer, wire.Egress(p, guestA), len(asked), p.Config().OtherVLAN, len(frames.From(guestA.MAC())))
+		// An unanswered probe proves isolation only if it went out.
+		Expect(asked).NotTo(BeEmpty(), "the guest's ARP request for %s must be seen leaving at %s:\n%s", other, wire.Egress(p, guestA), leaving.Summary(20))
+		Expect(answer).To(MatchError(probe.ErrNoReply), "the guest's ARP for %s must go unanswered (and nothing else may fail)", other)
+		Expect(frames.From(guestA.MAC())).To(BeEmpty(), "no frame of the guest may appear on VLAN %d:\n%s", p.Config().OtherVLAN, frames.Summary(20))
 	})
 
 	// Seed 003: "Ensure your NetworkAttachmentDefinition specifies the correct MTU matching the physical switch port."
@@ -177,7 +186,9 @@ var _ = Describe("A VM bridged onto VLAN 100 through br100", labels.Datapath, Or
 		Expect(jmtu).To(Equal(9000), "the guest NIC takes the attachment's MTU")
 		res, err = jumbo.Ping(ctx, gw, platform.WithDontFragment(), platform.WithPayload(jmtu-28))
 		Expect(err).NotTo(HaveOccurred())
-		evidence.Note("VLAN-10", "jumbo guest MTU %d on a %d-byte VLAN, DF payload %d -> gateway: %d/%d replies", jmtu, mtu, jmtu-28, res.Received, res.Sent)
+		evidence.Note("VLAN-10", "jumbo guest MTU %d on a %d-byte VLAN, DF payload %d -> gateway: %d/%d replies, send error %v", jmtu, mtu, jmtu-28, res.Received, res.Sent, res.Err)
+		// The drop must happen on the path, not in the guest's own stack.
+		Expect(res.Err).NotTo(HaveOccurred(), "the %d-byte DF packet must leave the guest", jmtu)
 		Expect(res.Received).To(BeZero(), "a %d-byte DF packet must be dropped on a path smaller than the attachment's MTU", jmtu)
 		res, err = jumbo.Ping(ctx, gw, platform.WithDontFragment(), platform.WithPayload(1500-28))
 		Expect(err).NotTo(HaveOccurred())

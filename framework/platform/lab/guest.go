@@ -59,6 +59,9 @@ func startGuest(ctx context.Context, l *Lab, spec platform.VMSpec) (_ *guest, er
 	if g.pod, err = fabric.NewNamespace("pod-" + spec.Name); err != nil {
 		return nil, err
 	}
+	if spec.Binding == platform.NoBinding {
+		return g, g.attachPod(ctx)
+	}
 	if g.vm, err = fabric.NewNamespace("vm-" + spec.Name); err != nil {
 		return nil, err
 	}
@@ -75,18 +78,40 @@ func startGuest(ctx context.Context, l *Lab, spec platform.VMSpec) (_ *guest, er
 		return nil, fmt.Errorf("VM %s: the lab attaches exactly one secondary network, got %v", spec.Name, spec.Networks)
 	}
 	nadName := spec.Networks[0]
-	conf, err := l.nad(spec.Namespace, nadName)
-	if err != nil {
+	if err := g.add(ctx, nadName, "net1"); err != nil {
 		return nil, err
 	}
-	subj := subjectFor(l.cfg)
+	if g.mac, err = newLauncher(g.pod.Handle, g.pod.Path, "net1").bind(int(vmFd), vlanNIC); err != nil {
+		return nil, fmt.Errorf("bridge binding: %w", err)
+	}
+	if err := cloudinit.Apply(g.vm.Handle, spec.CloudInit); err != nil {
+		return nil, fmt.Errorf("cloud-init: %w", err)
+	}
+	if subjectFor(l.cfg).announceAtBoot {
+		if err := g.Announce(); err != nil {
+			return nil, fmt.Errorf("announce at boot: %w", err)
+		}
+		// Let the announcement reach the gateway before the VM counts as up.
+		time.Sleep(100 * time.Millisecond)
+	}
+	return g, nil
+}
+
+// add runs CNI ADD of the NAD into the pod namespace as ifName and records
+// the attachment.
+func (g *guest) add(ctx context.Context, nadName, ifName string) error {
+	l, spec, n := g.lab, g.spec, g.node
+	conf, err := l.nad(spec.Namespace, nadName)
+	if err != nil {
+		return err
+	}
 	// A pinned MAC reaches the plugin as Multus passes KubeVirt's: the MAC
 	// CNI arg (and the "mac" capability); none leaves the veth the kernel's
 	// random, locally administered one.
 	att := cni.Attachment{
 		NADNamespace: spec.Namespace, NADName: nadName, Config: conf,
 		PodNamespace: spec.Namespace, PodName: "virt-launcher-" + spec.Name,
-		ContainerID: "vcf-" + spec.Name, Netns: g.pod.Path, IfName: "net1", MAC: subj.vmMAC(spec, l.macInUse),
+		ContainerID: "vcf-" + spec.Name, Netns: g.pod.Path, IfName: ifName, MAC: subjectFor(l.cfg).vmMAC(spec, l.macInUse),
 	}
 	rt := l.cniRuntime(n)
 	var ips []netip.Prefix
@@ -99,26 +124,32 @@ func startGuest(ctx context.Context, l *Lab, spec platform.VMSpec) (_ *guest, er
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("attach %s/%s on %s: %w", spec.Namespace, nadName, n.Name(), err)
+		return fmt.Errorf("attach %s/%s on %s: %w", spec.Namespace, nadName, n.Name(), err)
 	}
 	g.cniAtt = append(g.cniAtt, att)
-	if g.attachment, err = g.readAttachment(nadName, ips); err != nil {
-		return nil, err
+	g.attachment, err = g.readAttachment(nadName, ifName, ips)
+	return err
+}
+
+// attachPod makes a workload without a VM: the attachment's interface is
+// its VLAN NIC, carrying the userData's address itself.
+func (g *guest) attachPod(ctx context.Context) error {
+	if len(g.spec.Networks) != 1 {
+		return fmt.Errorf("pod %s: the lab attaches exactly one secondary network, got %v", g.spec.Name, g.spec.Networks)
 	}
-	if g.mac, err = newLauncher(g.pod.Handle, g.pod.Path, "net1").bind(int(vmFd), vlanNIC); err != nil {
-		return nil, fmt.Errorf("bridge binding: %w", err)
+	g.Inside = nsguest.Inside{Netns: g.pod.Path, Handle: g.pod.Handle, NIC: vlanNIC, Label: "pod " + g.spec.Name}
+	if err := g.add(ctx, g.spec.Networks[0], vlanNIC); err != nil {
+		return err
 	}
-	if err := cloudinit.Apply(g.vm.Handle, spec.CloudInit); err != nil {
-		return nil, fmt.Errorf("cloud-init: %w", err)
+	l, err := g.pod.Handle.LinkByName(vlanNIC)
+	if err != nil {
+		return err
 	}
-	if subj.announceAtBoot {
-		if err := g.Announce(); err != nil {
-			return nil, fmt.Errorf("announce at boot: %w", err)
-		}
-		// Let the announcement reach the gateway before the VM counts as up.
-		time.Sleep(100 * time.Millisecond)
+	g.mac = l.Attrs().HardwareAddr
+	if err := cloudinit.Apply(g.pod.Handle, g.spec.CloudInit); err != nil {
+		return fmt.Errorf("cloud-init: %w", err)
 	}
-	return g, nil
+	return nil
 }
 
 // macInUse reports whether a running guest of the lab has the MAC.
@@ -171,11 +202,11 @@ func upWithAddr(h *netlink.Handle, name string, p netip.Prefix) error {
 
 // readAttachment records the pod interface right after CNI ADD, before the
 // launcher rebinds it.
-func (g *guest) readAttachment(nad string, ips []netip.Prefix) (platform.Attachment, error) {
-	a := platform.Attachment{NAD: nad, PodInterface: "net1", CNIResultIPs: ips}
-	l, err := g.pod.Handle.LinkByName("net1")
+func (g *guest) readAttachment(nad, ifName string, ips []netip.Prefix) (platform.Attachment, error) {
+	a := platform.Attachment{NAD: nad, PodInterface: ifName, CNIResultIPs: ips}
+	l, err := g.pod.Handle.LinkByName(ifName)
 	if err != nil {
-		return a, fmt.Errorf("CNI ADD left no net1 in the pod: %w", err)
+		return a, fmt.Errorf("CNI ADD left no %s in the pod: %w", ifName, err)
 	}
 	a.MTU = l.Attrs().MTU
 	addrs, err := g.pod.Handle.AddrList(l, netlink.FAMILY_V4)
@@ -216,6 +247,22 @@ func (g *guest) AnnounceGARP(_ context.Context) error {
 		return nil
 	}
 	return g.Announce()
+}
+
+// ARPProbe is the guest's own, except under the control whose probe cannot
+// leave: the VLAN NIC is down while it runs (the send fails with ENETDOWN).
+func (g *guest) ARPProbe(ctx context.Context, ip netip.Addr, timeout time.Duration) (net.HardwareAddr, error) {
+	if subjectFor(g.lab.cfg).probeCannotLeave {
+		l, err := g.Handle.LinkByName(g.NIC)
+		if err != nil {
+			return nil, err
+		}
+		if err := g.Handle.LinkSetDown(l); err != nil {
+			return nil, err
+		}
+		defer g.Handle.LinkSetUp(l)
+	}
+	return g.Inside.ARPProbe(ctx, ip, timeout)
 }
 
 func ipnet(p netip.Prefix) *net.IPNet {

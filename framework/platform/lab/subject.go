@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"maps"
 	"net"
+	"net/netip"
 	"strconv"
-	"strings"
 
-	"github.com/cozystack/vlan-conformance/fixtures"
+	"github.com/cozystack/vlan-conformance/framework/cloudinit"
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/platform"
@@ -36,6 +36,8 @@ type subject struct {
 	announceAtBoot bool
 	// silentGuest: the guest's gratuitous ARP never leaves it.
 	silentGuest bool
+	// probeCannotLeave: the guest's ARP probes fail to send (NIC down).
+	probeCannotLeave bool
 }
 
 func subjectFor(cfg *config.Config) subject {
@@ -56,14 +58,10 @@ func subjectFor(cfg *config.Config) subject {
 		s.bridgeWiring = fabric.AddrOnSubinterface
 	case config.CtlBothVLANsOneBridge:
 		s.bridgeWiring = fabric.BothVLANs
-	case config.CtlMacvlanAsBridge:
-		s.macvlanWiring = fabric.GuideBridge
-		s.nadConfig = func(conf string) string {
-			if strings.Contains(conf, `"macvlan"`) {
-				return fixtures.NAD("vlan100-bridge")
-			}
-			return conf
-		}
+	case config.CtlProbeCannotLeave:
+		s.probeCannotLeave = true
+	case config.CtlHostMacvlanShim:
+		s.macvlanWiring = fabric.MacvlanShim
 	case config.CtlJumboPath:
 		s.mtu = 9000
 	case config.CtlNodeHasBridge:
@@ -72,7 +70,7 @@ func subjectFor(cfg *config.Config) subject {
 		s.nadConfig = setKey("macvlan", "mode", "passthru")
 	case config.CtlHostLocalIPAM:
 		s.nadConfig = setKey("bridge", "ipam", map[string]any{
-			"type": "host-local", "subnet": cfg.Subnet, "rangeStart": "203.0.113.100", "rangeEnd": "203.0.113.120",
+			"type": "host-local", "subnet": cfg.Subnet, "rangeStart": hostInSubnet(cfg.Subnet, 100), "rangeEnd": hostInSubnet(cfg.Subnet, 120),
 			"dataDir": "/run/vcf-host-local",
 		})
 	case config.CtlARPNameDerivedMAC:
@@ -103,8 +101,12 @@ func subjectFor(cfg *config.Config) subject {
 		}
 	case config.CtlDefaultRouteOnVLAN:
 		s.cloudInit = func(ud string) string {
-			// One more line under the VLAN NIC: a default route via the gateway.
-			return strings.Replace(ud, "            addresses:", "            routes:\n              - to: default\n                via: "+cfg.Gateway+"\n            addresses:", 1)
+			// A default route via the gateway on the VLAN NIC too.
+			out, err := cloudinit.AddDefaultRoute(ud, cfg.Gateway)
+			if err != nil {
+				return "#cloud-config\n# control " + config.CtlDefaultRouteOnVLAN + " could not edit the userData: " + err.Error() + "\n"
+			}
+			return out
 		}
 	}
 	return s
@@ -129,4 +131,14 @@ func setKey(pluginType, key string, value any) func(string) string {
 		b, _ := json.Marshal(m)
 		return string(b)
 	}
+}
+
+// hostInSubnet is the n-th address of a subnet (a /24 or larger: the
+// range of a control must follow --subnet, not the guide's default).
+func hostInSubnet(subnet string, n int) string {
+	a := netip.MustParsePrefix(subnet).Masked().Addr()
+	for range n {
+		a = a.Next()
+	}
+	return a.String()
 }

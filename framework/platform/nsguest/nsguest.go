@@ -32,6 +32,14 @@ func (g *Inside) VLANPoint() evidence.Point {
 	return evidence.Point{Netns: g.Netns, Iface: g.NIC, Label: g.Label + " " + g.NIC}
 }
 
+func (g *Inside) LinkMAC(_ context.Context, iface string) (net.HardwareAddr, error) {
+	l, err := g.Handle.LinkByName(iface)
+	if err != nil {
+		return nil, err
+	}
+	return l.Attrs().HardwareAddr, nil
+}
+
 func (g *Inside) Addresses(_ context.Context, iface string) ([]netip.Prefix, error) {
 	l, err := g.Handle.LinkByName(iface)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/netip"
 	"path/filepath"
 	"strings"
 
@@ -225,4 +226,42 @@ func podNetns(uid string) (string, error) {
 		return "", fmt.Errorf("pod UID %s: %w", uid, err)
 	}
 	return filepath.Join("/proc", pid, "ns", "net"), nil
+}
+
+// launcherIPv4 lists the IPv4 addresses on a launcher pod's links for one
+// network: the pod interface KubeVirt keeps as a dummy (iface), the CNI
+// interface it renamed (iface-nic) and its in-pod bridge (k6t-iface).
+func launcherIPv4(uid, iface string) ([]netip.Prefix, error) {
+	path, err := podNetns(uid)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := netns.GetFromPath(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fd.Close()
+	h, err := netlink.NewHandleAt(fd, unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	links, err := h.LinkList()
+	if err != nil {
+		return nil, err
+	}
+	var out []netip.Prefix
+	for _, l := range links {
+		if n := l.Attrs().Name; n != iface && n != iface+"-nic" && n != "k6t-"+iface {
+			continue
+		}
+		addrs, err := h.AddrList(l, netlink.FAMILY_V4)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range addrs {
+			out = append(out, nsguest.PrefixOf(a.IPNet))
+		}
+	}
+	return out, nil
 }

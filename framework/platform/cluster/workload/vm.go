@@ -118,8 +118,12 @@ func (w *Workloads) readStatus(ctx context.Context, g *vmGuest) error {
 		return err
 	}
 	for _, p := range pods.Items {
-		ips, mtu := networkStatus(p.Annotations["k8s.v1.cni.cncf.io/network-status"], g.spec.Namespace+"/"+nad)
-		g.attachment.CNIResultIPs, g.attachment.PodIPv4, g.attachment.MTU = ips, ips, mtu
+		g.attachment.CNIResultIPs, g.attachment.MTU = networkStatus(p.Annotations["k8s.v1.cni.cncf.io/network-status"], g.spec.Namespace+"/"+nad)
+		// The pod side is observed apart from what Multus reports: the
+		// addresses on the launcher's own links for this network.
+		if g.attachment.PodIPv4, err = launcherIPv4(string(p.UID), g.podIface); err != nil {
+			return fmt.Errorf("launcher pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
 	}
 	return nil
 }

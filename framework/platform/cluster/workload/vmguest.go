@@ -15,6 +15,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/observe"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/console"
+	"github.com/cozystack/vlan-conformance/framework/probe"
 )
 
 // vmGuest is a KubeVirt VM seen through its serial console. Its VLAN NIC is
@@ -81,6 +82,14 @@ func (g *vmGuest) Addresses(ctx context.Context, iface string) ([]netip.Prefix, 
 		return nil, err
 	}
 	return parseAddrs(out), nil
+}
+
+func (g *vmGuest) LinkMAC(ctx context.Context, iface string) (net.HardwareAddr, error) {
+	out, err := g.must(ctx, "cat /sys/class/net/"+iface+"/address")
+	if err != nil {
+		return nil, err
+	}
+	return net.ParseMAC(strings.TrimSpace(out))
 }
 
 func parseAddrs(out string) []netip.Prefix {
@@ -203,7 +212,7 @@ func parseNeigh(ip netip.Addr, out string) platform.Neighbor {
 
 // arpTool is a small ARP prober and announcer for the guest (its image has
 // python3, not necessarily arping): `probe IFACE SRC TARGET TIMEOUT` prints
-// the MAC that answered, `garp IFACE IP` sends a gratuitous ARP.
+// the MAC that answered (exit 3: no reply), `garp IFACE IP` sends a gratuitous ARP.
 const arpTool = `import socket,struct,sys,time
 m,i=sys.argv[1],sys.argv[2]
 s=socket.socket(socket.AF_PACKET,socket.SOCK_RAW,socket.htons(0x0806));s.bind((i,0))
@@ -215,7 +224,7 @@ while time.time()<end:
  try:p=s.recv(128)
  except socket.timeout:continue
  if p[20:22]==b'\0\2' and p[28:32]==a(sys.argv[4]):print(':'.join('%02x'%b for b in p[22:28]));sys.exit(0)
-sys.exit(1)
+sys.exit(3)
 `
 
 func (g *vmGuest) installARPTool(ctx context.Context) error {
@@ -240,8 +249,12 @@ func (g *vmGuest) ARPProbe(ctx context.Context, ip netip.Addr, timeout time.Dura
 	if err != nil {
 		return nil, err
 	}
-	if code != 0 {
-		return nil, fmt.Errorf("no ARP reply for %s on %s within %s", ip, g.vlanIface, timeout)
+	switch code {
+	case 0:
+	case 3: // the tool's "nobody answered"; anything else is the tool failing
+		return nil, fmt.Errorf("who-has %s on %s: %w within %s", ip, g.vlanIface, probe.ErrNoReply, timeout)
+	default:
+		return nil, fmt.Errorf("ARP probe for %s on %s: exit %d: %s", ip, g.vlanIface, code, strings.TrimSpace(out))
 	}
 	return net.ParseMAC(strings.TrimSpace(out))
 }

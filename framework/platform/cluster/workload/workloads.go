@@ -84,7 +84,7 @@ func (w *Workloads) ApplyNAD(ctx context.Context, namespace string, nad platform
 
 // StartVM starts the spec's workload: a VM, or a pod with --workload=pod.
 func (w *Workloads) StartVM(ctx context.Context, spec platform.VMSpec) (platform.Guest, error) {
-	if w.Pods() {
+	if w.Pods() || spec.Binding == platform.NoBinding {
 		return w.startPod(ctx, spec)
 	}
 	return w.startVM(ctx, spec)
@@ -200,4 +200,21 @@ func networkStatus(annotation, network string) ([]netip.Prefix, int) {
 		return ps, e.MTU
 	}
 	return nil, 0
+}
+
+// VMIInterfaces names the interfaces the VMI's status reports (none when
+// the VMI does not exist).
+func (w *Workloads) VMIInterfaces(ctx context.Context, namespace, vmName string) ([]string, error) {
+	vmi, err := w.kube.KubeVirt.KubevirtV1().VirtualMachineInstances(namespace).Get(ctx, InstanceName(vmName), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, i := range vmi.Status.Interfaces {
+		out = append(out, i.Name)
+	}
+	return out, nil
 }

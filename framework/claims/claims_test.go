@@ -1,0 +1,63 @@
+package claims_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/cozystack/vlan-conformance/framework/claims"
+	"github.com/cozystack/vlan-conformance/framework/config"
+)
+
+var specClaimRE = regexp.MustCompile(`labels\.Claim\("([A-Z]+-\d\d)"\)`)
+
+// Every claim has a spec (a labels.Claim in suites/) and a negative control,
+// or a written exemption the report prints; every spec and control names a
+// claim of the catalogue.
+func TestEveryClaimHasASpecAndAControlOrAnExemption(t *testing.T) {
+	specs := map[string]int{}
+	err := filepath.WalkDir("../../suites", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(path) != ".go" {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		for _, m := range specClaimRE.FindAllSubmatch(b, -1) {
+			specs[string(m[1])]++
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	controls := map[string][]string{}
+	for _, c := range config.Controls() {
+		controls[c.Claim] = append(controls[c.Claim], c.ID)
+		if c.Expect == "" {
+			t.Errorf("control %s declares no expected failure message", c.ID)
+		}
+	}
+	known := map[string]bool{}
+	for _, c := range claims.All {
+		known[c.ID] = true
+		if specs[c.ID] == 0 {
+			t.Errorf("%s: no spec carries labels.Claim(%q)", c.ID, c.ID)
+		}
+		switch {
+		case len(controls[c.ID]) == 0 && c.Exemption == "":
+			t.Errorf("%s: no negative control and no written exemption", c.ID)
+		case len(controls[c.ID]) > 0 && c.Exemption != "":
+			t.Errorf("%s: has controls %v and an exemption: drop the exemption", c.ID, controls[c.ID])
+		}
+	}
+	for id := range specs {
+		if !known[id] {
+			t.Errorf("a spec names %s, which is not in the catalogue", id)
+		}
+	}
+	for id, cs := range controls {
+		if !known[id] {
+			t.Errorf("controls %v name %s, which is not in the catalogue", cs, id)
+		}
+	}
+}

@@ -1,0 +1,59 @@
+package cloudinit
+
+import (
+	"fmt"
+
+	"sigs.k8s.io/yaml"
+)
+
+// AddDefaultRoute returns userData with a default route via gw added to
+// every ethernet of its netplan files, editing the parsed documents (not
+// the text, whose indentation is the author's). Negative controls use it.
+func AddDefaultRoute(userData, gw string) (string, error) {
+	var doc map[string]any
+	if err := yaml.Unmarshal([]byte(userData), &doc); err != nil {
+		return "", err
+	}
+	files, _ := doc["write_files"].([]any)
+	edited := 0
+	for _, f := range files {
+		file, ok := f.(map[string]any)
+		if !ok {
+			continue
+		}
+		path, _ := file["path"].(string)
+		content, _ := file["content"].(string)
+		if !IsNetplanPath(path) {
+			continue
+		}
+		var np map[string]any
+		if err := yaml.Unmarshal([]byte(content), &np); err != nil {
+			return "", fmt.Errorf("%s: %w", path, err)
+		}
+		network, _ := np["network"].(map[string]any)
+		eths, _ := network["ethernets"].(map[string]any)
+		for name, e := range eths {
+			eth, ok := e.(map[string]any)
+			if !ok {
+				continue
+			}
+			routes, _ := eth["routes"].([]any)
+			eth["routes"] = append(routes, map[string]any{"to": "default", "via": gw})
+			eths[name] = eth
+			edited++
+		}
+		b, err := yaml.Marshal(np)
+		if err != nil {
+			return "", err
+		}
+		file["content"] = string(b)
+	}
+	if edited == 0 {
+		return "", fmt.Errorf("no netplan ethernet in the userData to add a route to")
+	}
+	b, err := yaml.Marshal(doc)
+	if err != nil {
+		return "", err
+	}
+	return "#cloud-config\n" + string(b), nil
+}

@@ -1,0 +1,32 @@
+package platform
+
+import (
+	"fmt"
+	"strings"
+)
+
+// missingNADReasons are the event reasons a missing NAD is reported under:
+// KubeVirt's virt-controller cannot render the launcher pod (on the VMI),
+// or Multus fails the pod sandbox (on the launcher pod).
+var missingNADReasons = map[string]bool{"FailedCreate": true, "FailedCreatePodSandBox": true}
+
+// MissingNADEvents keeps the Warning events that report the NAD namespace/nad
+// missing for a VM: by reason, by involved object (its VMI or launcher
+// pod), and by the NAD's namespaced name, as KubeVirt writes it
+// ("namespace/nad") or as Multus does ("(nad) in namespace (namespace)").
+// A Warning that merely mentions the NAD's name does not count.
+func MissingNADEvents(evs []Event, namespace, nad string) []Event {
+	namespaced := namespace + "/" + nad
+	multus := fmt.Sprintf("(%s) in namespace (%s)", nad, namespace)
+	var out []Event
+	for _, e := range evs {
+		kind, _, _ := strings.Cut(e.Object, "/")
+		switch {
+		case e.Type != "Warning", !missingNADReasons[e.Reason]:
+		case kind != "VirtualMachineInstance" && kind != "Pod":
+		case strings.Contains(e.Message, namespaced), strings.Contains(e.Message, multus):
+			out = append(out, e)
+		}
+	}
+	return out
+}

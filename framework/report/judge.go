@@ -1,0 +1,101 @@
+package report
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// How a negative control's run is judged (selftest).
+const (
+	Caught     = "caught"
+	BrokeSetup = "control broke the setup"
+	NotCaught  = "not caught"
+)
+
+// Judgement is the verdict on one control's run.
+type Judgement struct {
+	Verdict     string   // Caught, BrokeSetup or NotCaught
+	Matched     string   // the failure message that matched the control's expectation
+	FailedSpecs []string // the claim's specs caught by the rule
+	Note        string   // why it was not caught, if it was not
+}
+
+// Ginkgo's JUnit failure text ends with the node the failure happened in.
+var failedInRE = regexp.MustCompile(`In \[(\w+)\] at:`)
+
+// Judge applies the rule: a control is caught only if its claim's own It
+// failed, as an assertion (not a panic or a timeout), in the It itself
+// (not in BeforeAll or another setup node), with a failure message that
+// contains want. Anything else that failed is the control breaking the setup.
+func Judge(cases []TestCase, claim, want string) Judgement {
+	j := Judgement{Verdict: NotCaught}
+	var setup, other []string
+	for _, tc := range cases {
+		if !tc.Failed() {
+			continue
+		}
+		msg := tc.message()
+		if !strings.HasPrefix(tc.Name, "[It]") {
+			setup = append(setup, fmt.Sprintf("%s failed: %s", tc.Name, firstLine(msg)))
+			continue
+		}
+		if !slices.Contains(ClaimIDs(tc.Name), claim) {
+			continue
+		}
+		node := ""
+		if tc.Failure != nil {
+			if m := failedInRE.FindAllStringSubmatch(tc.Failure.Text, -1); m != nil {
+				node = m[len(m)-1][1]
+			}
+		}
+		switch {
+		case tc.Status == "panicked":
+			setup = append(setup, "panicked: "+firstLine(msg))
+		case tc.Status == "timedout" || tc.Status == "interrupted":
+			setup = append(setup, tc.Status+": "+firstLine(msg))
+		case node != "It":
+			setup = append(setup, fmt.Sprintf("failed in [%s]: %s", node, firstLine(msg)))
+		case want == "" || !strings.Contains(msg, want):
+			other = append(other, "failed for another reason: "+firstLine(msg))
+		default:
+			j.FailedSpecs = append(j.FailedSpecs, tc.Name)
+			if j.Matched == "" {
+				j.Matched = matchedLine(msg, want)
+			}
+		}
+	}
+	switch {
+	case len(j.FailedSpecs) > 0:
+		j.Verdict = Caught
+	case len(setup) > 0:
+		j.Verdict, j.Note = BrokeSetup, strings.Join(setup, "; ")
+	case len(other) > 0:
+		j.Note = strings.Join(other, "; ")
+	default:
+		j.Note = "no spec of " + claim + " failed"
+	}
+	return j
+}
+
+// message is the failure (or error) message of a failed case.
+func (t TestCase) message() string {
+	switch {
+	case t.Failure != nil:
+		return t.Failure.Message
+	case t.Error != nil:
+		return t.Error.Message
+	}
+	return ""
+}
+
+// matchedLine is the line of msg that holds want, for the report.
+func matchedLine(msg, want string) string {
+	for _, l := range strings.Split(msg, "\n") {
+		if strings.Contains(l, want) {
+			return firstLine(l)
+		}
+	}
+	return firstLine(msg)
+}

@@ -1,0 +1,70 @@
+package report
+
+import "testing"
+
+func failed(name, status, msg, node string) TestCase {
+	tc := TestCase{Name: name, Status: status}
+	tc.Failure = &struct {
+		Message string `xml:"message,attr"`
+		Text    string `xml:",chardata"`
+	}{Message: msg, Text: msg + "\nIn [" + node + "] at: x.go:1"}
+	return tc
+}
+
+func TestJudgeCatchesOnlyTheNamedFailureInTheClaimsIt(t *testing.T) {
+	it := "[It] A VM [VLAN-08] keeps the guest off"
+	for _, tc := range []struct {
+		name    string
+		cases   []TestCase
+		verdict string
+	}{
+		{"the expected assertion in the It", []TestCase{failed(it, "failed", "the guest's ARP must go unanswered", "It")}, Caught},
+		{"another assertion in the It", []TestCase{failed(it, "failed", "no frame of the guest may appear", "It")}, NotCaught},
+		{"the right words, but in BeforeAll", []TestCase{failed(it, "failed", "must go unanswered", "BeforeAll")}, BrokeSetup},
+		{"a panic", []TestCase{failed(it, "panicked", "must go unanswered", "It")}, BrokeSetup},
+		{"a timeout", []TestCase{failed(it, "timedout", "must go unanswered", "It")}, BrokeSetup},
+		{"a suite node", []TestCase{failed("[BeforeSuite]", "failed", "must go unanswered", "BeforeSuite")}, BrokeSetup},
+		{"another claim's It", []TestCase{failed("[It] x [VLAN-01] y", "failed", "must go unanswered", "It")}, NotCaught},
+		{"nothing failed", []TestCase{{Name: it, Status: "passed"}}, NotCaught},
+	} {
+		j := Judge(tc.cases, "VLAN-08", "must go unanswered")
+		if j.Verdict != tc.verdict {
+			t.Errorf("%s: verdict %q (%s), want %q", tc.name, j.Verdict, j.Note, tc.verdict)
+		}
+		if (j.Verdict == Caught) != (j.Matched != "") {
+			t.Errorf("%s: matched message %q with verdict %q", tc.name, j.Matched, j.Verdict)
+		}
+	}
+}
+
+// A claim with skipped specs says how many passed and why the rest did not
+// run, in the spec's own words even where Ginkgo gave its default.
+func TestVerdictsSayWhatWasSkippedInTheSpecsWords(t *testing.T) {
+	skipped := func(name, msg string) TestCase {
+		tc := TestCase{Name: name, Status: "skipped"}
+		tc.Skipped = &struct {
+			Message string `xml:"message,attr"`
+		}{Message: msg}
+		return tc
+	}
+	cases := []TestCase{
+		{Name: "[It] A VM [VLAN-01] reaches the gateway", Status: "passed"},
+		skipped("[It] A VM [VLAN-01] crosses to a second node", "skipped - one node only (vendor mode)"),
+		skipped("[It] A macvlan child [VLAN-03] drops replies", "skipped - no node provisioned for macvlan"),
+		{Name: "[It] A macvlan child [VLAN-04] isolates", Status: "passed"},
+		skipped("[It] A macvlan child [VLAN-04] again", "skipped - Spec skipped because Skip() was called in BeforeAll"),
+	}
+	got := map[string]string{}
+	for _, v := range Verdicts(cases, t.TempDir()) {
+		got[v.Claim.ID] = v.Verdict
+	}
+	for id, want := range map[string]string{
+		"VLAN-01": "passed (1 of 2 specs; skipped: one node only (vendor mode))",
+		"VLAN-04": "passed (1 of 2 specs; skipped: no node provisioned for macvlan)",
+		"VLAN-02": "not run",
+	} {
+		if got[id] != want {
+			t.Errorf("%s: %q, want %q", id, got[id], want)
+		}
+	}
+}

@@ -1,0 +1,49 @@
+// Package wire holds the specs' capture steps: record the frames crossing a
+// point while an action runs, keeping the pcap as the claim's evidence. A
+// negative check ("nothing answered") means something only if its probe was
+// seen leaving: these are the captures that show it.
+package wire
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/cozystack/vlan-conformance/framework/evidence"
+	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/suites/skip"
+)
+
+// Start records frames at a point into artifacts/<claim>/<file>.
+func Start(at evidence.Point, claim, file string) *evidence.Capture {
+	c, err := evidence.StartCapture(at, evidence.ArtifactPath(claim, file))
+	skip.IfNotObservable(err)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred(), "capturing on %s", at)
+	return c
+}
+
+// Stop ends a capture and returns what it saw.
+func Stop(c *evidence.Capture) evidence.Frames {
+	time.Sleep(100 * time.Millisecond) // let the last replies land
+	frames, err := c.Stop()
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return frames
+}
+
+// While records frames at a point while action runs.
+func While(ctx context.Context, at evidence.Point, claim, file string, action func()) evidence.Frames {
+	c := Start(at, claim, file)
+	action()
+	return Stop(c)
+}
+
+// Egress is the point nearest to the guest where its frames can be seen
+// leaving: its own VLAN NIC, or, where the guest cannot be watched (a VM in
+// a cluster), the trunk of its node.
+func Egress(p platform.Platform, g platform.Guest) evidence.Point {
+	if at := g.VLANPoint(); at.Iface != "" {
+		return at
+	}
+	return p.Trunk(g.Node())
+}
