@@ -17,6 +17,7 @@ import (
 
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/evidence"
+	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster"
 	"github.com/cozystack/vlan-conformance/framework/platform/lab"
@@ -41,6 +42,13 @@ func TestMain(m *testing.M) {
 
 func TestConformance(t *testing.T) {
 	RegisterFailHandler(Fail)
+	// One run at a time on this machine, unless the driver that started
+	// this binary holds the lock for it (fabric.LockFile says why).
+	lock, err := fabric.Exclusive(os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
 	evidence.ReportDir = cfg.ReportDir
 	platform.Configure(cfg, func(ctx context.Context) (platform.Platform, error) {
 		switch cfg.Tier {

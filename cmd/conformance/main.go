@@ -74,6 +74,15 @@ func mainCode() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	if d.sub != "preflight" {
+		// One run at a time on this machine (fabric.LockFile says why).
+		lock, err := fabric.Exclusive(os.Stderr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer lock.Close()
+	}
 	if code, handled := d.clusterCommand(ctx); handled {
 		return code
 	}
