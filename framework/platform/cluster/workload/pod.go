@@ -126,9 +126,8 @@ func podEvents(ctx context.Context, k *kube.Clients, ns, name string) ([]corev1.
 	return wait.Events(ctx, k.Kube, ns, func(o corev1.ObjectReference) bool { return o.Kind == "Pod" && o.Name == name })
 }
 
-// startPod creates the pod workload, waits for it, reads what the CNI
-// plugin left in it, then applies the userData inside it.
-func (w *Workloads) startPod(ctx context.Context, spec platform.VMSpec) (platform.Guest, error) {
+// createPod creates the pod workload and returns at once.
+func (w *Workloads) createPod(ctx context.Context, spec platform.VMSpec) (*corev1.Pod, error) {
 	if err := w.owner.EnsureNamespace(ctx, w.kube, spec.Namespace); err != nil {
 		return nil, err
 	}
@@ -141,7 +140,15 @@ func (w *Workloads) startPod(ctx context.Context, spec platform.VMSpec) (platfor
 		return nil, err
 	}
 	w.owner.Record(spec.Namespace, pod)
-	if _, err := w.kube.Kube.CoreV1().Pods(spec.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	_, err = w.kube.Kube.CoreV1().Pods(spec.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	return pod, err
+}
+
+// startPod creates the pod workload, waits for it, reads what the CNI
+// plugin left in it, then applies the userData inside it.
+func (w *Workloads) startPod(ctx context.Context, spec platform.VMSpec) (platform.Guest, error) {
+	pod, err := w.createPod(ctx, spec)
+	if err != nil {
 		return nil, err
 	}
 	stages := []wait.Stage{

@@ -92,7 +92,8 @@ func (w *Workloads) StartVM(ctx context.Context, spec platform.VMSpec) (platform
 
 func (w *Workloads) StartVMNoWait(ctx context.Context, spec platform.VMSpec) error {
 	if w.Pods() {
-		return fmt.Errorf("starting a VM without waiting: %w (--workload=pod)", evidence.ErrNotObservable)
+		_, err := w.createPod(ctx, spec)
+		return err
 	}
 	return w.create(ctx, spec)
 }
@@ -205,6 +206,9 @@ func networkStatus(annotation, network string) ([]netip.Prefix, int) {
 // VMIInterfaces names the interfaces the VMI's status reports (none when
 // the VMI does not exist).
 func (w *Workloads) VMIInterfaces(ctx context.Context, namespace, vmName string) ([]string, error) {
+	if w.Pods() {
+		return nil, fmt.Errorf("VMI interfaces of %s: %w (a pod workload has no VMI)", vmName, evidence.ErrNotObservable)
+	}
 	vmi, err := w.kube.KubeVirt.KubevirtV1().VirtualMachineInstances(namespace).Get(ctx, InstanceName(vmName), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
