@@ -19,14 +19,15 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/platform"
-	"github.com/cozystack/vlan-conformance/framework/platform/cluster"
+	clustertier "github.com/cozystack/vlan-conformance/framework/platform/cluster"
 	"github.com/cozystack/vlan-conformance/framework/platform/lab"
-	"github.com/cozystack/vlan-conformance/framework/stager"
+	"github.com/cozystack/vlan-conformance/framework/run"
+	stagerlib "github.com/cozystack/vlan-conformance/framework/stager"
 
-	_ "github.com/cozystack/vlan-conformance/suites/arp"
-	_ "github.com/cozystack/vlan-conformance/suites/cluster"
-	_ "github.com/cozystack/vlan-conformance/suites/datapath"
-	_ "github.com/cozystack/vlan-conformance/suites/stager"
+	"github.com/cozystack/vlan-conformance/suites/arp"
+	"github.com/cozystack/vlan-conformance/suites/cluster"
+	"github.com/cozystack/vlan-conformance/suites/datapath"
+	"github.com/cozystack/vlan-conformance/suites/stager"
 )
 
 var cfg = config.Register(flag.CommandLine)
@@ -49,59 +50,72 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lock.Close()
-	evidence.ReportDir = cfg.ReportDir
-	platform.Configure(cfg, func(ctx context.Context) (platform.Platform, error) {
-		switch cfg.Tier {
-		case "lab":
-			l, err := lab.New(ctx, cfg)
-			if err != nil {
-				return nil, err
-			}
-			return l, nil
-		case "cluster":
-			c, err := cluster.New(ctx, cfg)
-			if err != nil {
-				return nil, err
-			}
-			return c, nil
-		default:
-			return nil, fmt.Errorf("tier %q is not built into this binary yet", cfg.Tier)
-		}
-	})
+	r, err := run.New(cfg, build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The spec tree, built now in this order: a tenant's addresses follow
+	// from its place in it, whatever order the specs then run in.
+	arp.Specs(r)
+	cluster.Specs(r)
+	datapath.Specs(r)
+	stager.Specs(r)
+	hooks(r)
 	suiteConfig, reporterConfig := GinkgoConfiguration()
 	if reporterConfig.JUnitReport == "" {
 		reporterConfig.JUnitReport = filepath.Join(cfg.ReportDir, "junit.xml")
 	}
-	defer stager.DropImageCache() // the stager labs' unpacked --stager-image
+	defer stagerlib.DropImageCache() // the stager labs' unpacked --stager-image
 	RunSpecs(t, "KubeVirt external VLAN conformance", suiteConfig, reporterConfig)
 }
 
-var _ = AfterSuite(func(ctx SpecContext) {
-	Expect(platform.Shutdown(ctx)).To(Succeed(), "removing everything the platform created")
-})
+// build makes the platform of cfg's tier.
+func build(ctx context.Context) (platform.Platform, error) {
+	switch cfg.Tier {
+	case "lab":
+		l, err := lab.New(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return l, nil
+	case "cluster":
+		c, err := clustertier.New(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	default:
+		return nil, fmt.Errorf("tier %q is not built into this binary yet", cfg.Tier)
+	}
+}
 
 var slug = regexp.MustCompile(`[^A-Za-z0-9]+`)
 
-// A failed spec leaves the state of every namespace next to its evidence.
-var _ = JustAfterEach(func(ctx SpecContext) {
-	report := CurrentSpecReport()
-	if !report.Failed() || !cfg.DumpOnFailure {
-		return
-	}
-	// Dump only a platform that exists (a stager spec needs none).
-	p, ok := platform.Built()
-	if !ok {
-		return
-	}
-	name := strings.Trim(slug.ReplaceAllString(report.LeafNodeText, "-"), "-")
-	if len(name) > 60 {
-		name = name[:60]
-	}
-	dir := filepath.Dir(evidence.ArtifactPath(evidence.ClaimOf(report.FullText()), "x"))
-	dir = filepath.Join(dir, "failure-"+name)
-	if err := p.Dump(ctx, dir); err != nil {
-		AddReportEntry("dump failed", err.Error())
-		return
-	}
-	AddReportEntry("artifacts", dir)
-})
+// hooks removes the platform after the suite, and leaves the state of
+// every namespace next to a failed spec's evidence.
+func hooks(r *run.Run) {
+	AfterSuite(func(ctx SpecContext) {
+		Expect(r.Shutdown(ctx)).To(Succeed(), "removing everything the platform created")
+	})
+	JustAfterEach(func(ctx SpecContext) {
+		report := CurrentSpecReport()
+		if !report.Failed() || !cfg.DumpOnFailure {
+			return
+		}
+		// Dump only a platform that exists (a stager spec needs none).
+		p, ok := r.Built()
+		if !ok {
+			return
+		}
+		name := strings.Trim(slug.ReplaceAllString(report.LeafNodeText, "-"), "-")
+		if len(name) > 60 {
+			name = name[:60]
+		}
+		dir := r.Artifacts().Path(evidence.ClaimOf(report.FullText()), "failure-"+name)
+		if err := p.Dump(ctx, dir); err != nil {
+			AddReportEntry("dump failed", err.Error())
+			return
+		}
+		AddReportEntry("artifacts", dir)
+	})
+}

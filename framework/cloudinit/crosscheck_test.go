@@ -56,9 +56,9 @@ func mtuAndRoutes(ud string) string {
 	return strings.Replace(ud, "            addresses:", "            mtu: 1400\n            gateway4: 203.0.113.1\n            routes:\n              - to: 198.51.100.0/24\n                via: 203.0.113.254\n                metric: 100\n            addresses:", 1)
 }
 
-// crossCheckCases: the guide's userData at the addresses the specs give
-// their guests (suites/datapath: GuestAddr + 0, 1, 2, 10, 20; suites/arp:
-// + 30 and up), with and without the cluster tier's console login, and each
+// crossCheckCases: the guide's userData at addresses of the kind the specs
+// give their guests (framework/addresses: --guest-address and up, a block
+// per tenant), with and without the cluster tier's console login, and each
 // control's variant of it.
 func crossCheckCases(t *testing.T) map[string]string {
 	guide := fixtures.CloudInit("203.0.113.10/24")

@@ -57,7 +57,7 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.IntVar(&c.VLAN, "vlan", 100, "VLAN id under test (1-4094)")
 	fs.StringVar(&c.Subnet, "subnet", "203.0.113.0/24", "the VLAN's subnet")
 	fs.StringVar(&c.Gateway, "gateway", "203.0.113.1", "the VLAN's upstream gateway address")
-	fs.StringVar(&c.GuestAddr, "guest-address", "203.0.113.10/24", "the guest's static address on the VLAN (cloud-init)")
+	fs.StringVar(&c.GuestAddr, "guest-address", "203.0.113.10/24", "the first guest's static address on the VLAN (cloud-init); further guests count up from it (framework/addresses)")
 	fs.IntVar(&c.OtherVLAN, "other-vlan", 200, "a second VLAN on the trunk, for isolation checks")
 	fs.StringVar(&c.OtherSubnet, "other-subnet", "198.51.100.0/24", "the second VLAN's subnet")
 	fs.StringVar(&c.OtherGateway, "other-gateway", "198.51.100.1", "a host on the second VLAN")

@@ -9,14 +9,16 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/claims"
 )
 
-// ReportDir is where artifacts go (<ReportDir>/artifacts/<claim>/); the
-// suite's main sets it from --report-dir.
-var ReportDir = "reports"
+// Artifacts is a run's evidence tree, <report-dir>/artifacts/<claim>/: a
+// value the suite's main makes from --report-dir and hands down.
+type Artifacts struct {
+	ReportDir string
+}
 
-// ArtifactPath is the path of a named piece of evidence for a claim; its
-// directory exists afterwards.
-func ArtifactPath(claim, name string) string {
-	dir := filepath.Join(ReportDir, "artifacts", claim)
+// Path is the path of a named piece of evidence for a claim; its directory
+// exists afterwards.
+func (a Artifacts) Path(claim, name string) string {
+	dir := filepath.Join(a.ReportDir, "artifacts", claim)
 	os.MkdirAll(dir, 0o755)
 	return filepath.Join(dir, name)
 }
@@ -31,8 +33,8 @@ func ClaimOf(text string) string {
 
 // Note appends a line of evidence (an observation a spec judged) to the
 // claim's evidence.txt, so a passing verdict shows what it rests on.
-func Note(claim, format string, args ...any) {
-	f, err := os.OpenFile(ArtifactPath(claim, "evidence.txt"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+func (a Artifacts) Note(claim, format string, args ...any) {
+	f, err := os.OpenFile(a.Path(claim, "evidence.txt"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return
 	}

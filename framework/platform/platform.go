@@ -7,7 +7,6 @@ package platform
 
 import (
 	"context"
-	"errors"
 	"net"
 	"net/netip"
 	"time"
@@ -172,82 +171,6 @@ func ViaInterface(name string) PingOption     { return observe.ViaInterface(name
 
 // FDBEntry is one entry of a bridge's forwarding database.
 type FDBEntry = evidence.FDBEntry
-
-// The platform of a run is built on first use, so specs that need no
-// network (the stager's) run even where the fabric cannot be built. Until
-// then only its configuration exists: kept apart from the platform, never
-// behind a Platform that is not there yet.
-type run struct {
-	cfg      *config.Config
-	build    func(context.Context) (Platform, error)
-	platform Platform
-	err      error
-}
-
-var current *run
-
-// ErrNotConfigured is what a spec gets when the suite's main never called
-// Configure.
-var ErrNotConfigured = errors.New("no run configuration: the suite's main must call platform.Configure before the specs run")
-
-// Configure installs the run's configuration and how to build its platform;
-// the suite's main calls it before any spec runs.
-func Configure(cfg *config.Config, build func(context.Context) (Platform, error)) {
-	current = &run{cfg: cfg, build: build}
-}
-
-// RunConfig is the run's configuration, available before (and without)
-// building the platform.
-func RunConfig() (*config.Config, error) {
-	if current == nil || current.cfg == nil {
-		return nil, ErrNotConfigured
-	}
-	return current.cfg, nil
-}
-
-// Ready builds the platform once (fabric, nodes, gateway) and returns it.
-func Ready(ctx context.Context) (Platform, error) {
-	if current == nil {
-		return nil, ErrNotConfigured
-	}
-	if current.platform == nil && current.err == nil {
-		current.platform, current.err = current.build(ctx)
-	}
-	if current.err != nil {
-		return nil, current.err
-	}
-	return current.platform, nil
-}
-
-// Built returns the platform if Ready has built it.
-func Built() (Platform, bool) {
-	if current == nil || current.platform == nil {
-		return nil, false
-	}
-	return current.platform, true
-}
-
-// Shutdown removes what the platform created, if it was built.
-func Shutdown(ctx context.Context) error {
-	p, ok := Built()
-	if !ok {
-		return nil
-	}
-	current.platform = nil
-	return p.Close(ctx)
-}
-
-// Provision builds the platform now when its tier provisions shared
-// infrastructure that must exist before any spec (a cluster, made once per
-// run in SynchronizedBeforeSuite); the lab stays lazy, so specs that need no
-// network run where its fabric cannot be built.
-func Provision(ctx context.Context) error {
-	if cfg, err := RunConfig(); err != nil || cfg.Tier != "cluster" {
-		return nil
-	}
-	_, err := Ready(ctx)
-	return err
-}
 
 // As finds an optional capability of the run's platform, e.g.
 // As[KubeVMs](p): specs check a capability and skip without it, never the

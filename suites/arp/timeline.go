@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 )
 
@@ -56,9 +55,9 @@ func (t *timeline) Markdown() string {
 	return b.String()
 }
 
-// write saves the timeline as the claim's artifact.
-func (t *timeline) write(claim, file string) error {
-	return os.WriteFile(evidence.ArtifactPath(claim, file), []byte(t.Markdown()), 0o644)
+// write saves the timeline as the claim's artifact at path.
+func (t *timeline) write(path string) error {
+	return os.WriteFile(path, []byte(t.Markdown()), 0o644)
 }
 
 // outage summarises a ping stream: the first and last unanswered probes,

@@ -9,46 +9,27 @@ import (
 	"net/netip"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
-
-	"github.com/cozystack/vlan-conformance/fixtures"
 	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/suites/framework"
 )
 
-const (
-	tenant = "tenant-example"
-	nad    = "vlan100"
-	// Each spec's guest has its own address, so the gateway's entries of
-	// one spec never carry into another: GuestAddr + addrOffset + n.
-	addrOffset = 30
-)
+// nad is the bridge-type NAD every ARP guest is attached to.
+const nad = "vlan100"
 
 // vm is a VM the spec re-creates: Guest is always the current incarnation.
 type vm struct {
-	platform.Guest
+	*framework.VM
 	addr netip.Addr
 }
 
-// startVM starts a VM as vm-instance renders it, with the guide's
-// cloud-init at the spec's own address (and a pinned MAC if mac != ""), and
-// deletes whatever incarnation is current when the spec ends.
-func startVM(ctx context.Context, p platform.Platform, name string, node platform.Node, n int, mac string) (*vm, error) {
-	cidr := guestCIDR(p, n)
-	g, err := p.StartVM(ctx, platform.VMSpec{
-		Name: name, Namespace: tenant, Node: node,
-		Networks: []string{nad}, CloudInit: fixtures.CloudInit(cidr), MAC: mac,
-	})
+// startVM starts a VM on node as vm-instance renders it, with the guide's
+// cloud-init at the tenant's next address (and a pinned MAC if mac != "").
+func startVM(ctx context.Context, f *framework.Framework, name string, node platform.Node, mac string) (*vm, error) {
+	v, err := f.StartVM(ctx, platform.VMSpec{Name: name, Node: node, Networks: []string{nad}, MAC: mac})
 	if err != nil {
-		return nil, fmt.Errorf("starting %s: %w", name, err)
+		return nil, err
 	}
-	v := &vm{Guest: g, addr: netip.MustParsePrefix(cidr).Addr()}
-	DeferCleanup(func(ctx SpecContext) {
-		if v.Guest != nil {
-			Expect(p.DeleteVM(ctx, v.Guest)).To(Succeed(), "deleting %s", name)
-		}
-	})
-	return v, nil
+	return &vm{VM: v, addr: v.Addr.Addr()}, nil
 }
 
 // recreation is one delete-and-create of a VM, timed.
@@ -61,16 +42,14 @@ func (r recreation) took() time.Duration { return r.ready.Sub(r.start) }
 
 // recreate deletes the VM and creates it again from the same spec, as a
 // user deleting and re-applying the VM object does.
-func (v *vm) recreate(ctx context.Context, p platform.Platform) (recreation, error) {
+func (v *vm) recreate(ctx context.Context) (recreation, error) {
 	r := recreation{oldMAC: v.MAC(), start: time.Now()}
-	g, err := platform.RecreateVM(ctx, p, v.Guest)
+	err := v.Recreate(ctx)
 	r.ready = time.Now()
 	if err != nil {
-		v.Guest = nil
-		return r, fmt.Errorf("re-creating %s: %w", r.oldMAC, err)
+		return r, fmt.Errorf("MAC %s: %w", r.oldMAC, err)
 	}
-	v.Guest = g
-	r.newMAC = g.MAC()
+	r.newMAC = v.MAC()
 	return r, nil
 }
 
@@ -135,14 +114,4 @@ var errNotSeen = errors.New("not seen in time")
 // administered), as the kernel's random MACs and KubeMacPool's pool are.
 func isLocalUnicast(mac net.HardwareAddr) bool {
 	return len(mac) == 6 && mac[0]&0x01 == 0 && mac[0]&0x02 != 0
-}
-
-// guestCIDR is the n-th ARP guest's address, with the VLAN's prefix length.
-func guestCIDR(p platform.Platform, n int) string {
-	pfx := netip.MustParsePrefix(p.Config().GuestAddr)
-	a := pfx.Addr()
-	for i := 0; i < addrOffset+n; i++ {
-		a = a.Next()
-	}
-	return netip.PrefixFrom(a, pfx.Bits()).String()
 }

@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"slices"
 	"time"
 
@@ -22,20 +21,29 @@ import (
 	"github.com/cozystack/vlan-conformance/fixtures"
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/run"
 	"github.com/cozystack/vlan-conformance/framework/stager"
+	"github.com/cozystack/vlan-conformance/suites/framework"
 	"github.com/cozystack/vlan-conformance/suites/labels"
 	"github.com/cozystack/vlan-conformance/suites/skip"
 )
 
-// A cluster is made once for the run, before any spec; a platform that
-// builds lazily (the lab) is left alone.
-var _ = SynchronizedBeforeSuite(func(ctx SpecContext) {
-	Expect(platform.Provision(ctx)).To(Succeed(), "building the cluster for the run")
-}, func(SpecContext) {})
+// Specs registers the cluster specs with the run.
+func Specs(r *run.Run) {
+	// A cluster is made once for the run, before any spec; a platform that
+	// builds lazily (the lab) is left alone.
+	SynchronizedBeforeSuite(func(ctx SpecContext) {
+		Expect(r.Provision(ctx)).To(Succeed(), "building the cluster for the run")
+	}, func(SpecContext) {})
+	nadSpecs(r)
+	recreateSpecs(r)
+	stagingOffSpecs(r)
+	stagerSpecs(r)
+}
 
 // kubeVMs returns the platform and its Kubernetes view of VMs, or skips.
-func kubeVMs(ctx SpecContext) (platform.Platform, platform.KubeVMs) {
-	p, err := platform.Ready(ctx)
+func kubeVMs(ctx SpecContext, f *framework.Framework) (platform.Platform, platform.KubeVMs) {
+	p, err := f.Platform(ctx)
 	Expect(err).NotTo(HaveOccurred(), "building the platform")
 	k, ok := platform.As[platform.KubeVMs](p)
 	if !ok {
@@ -44,122 +52,130 @@ func kubeVMs(ctx SpecContext) (platform.Platform, platform.KubeVMs) {
 	return p, k
 }
 
-var _ = Describe("A VM in a tenant namespace without its own copy of the NAD", labels.Cluster, labels.Datapath, func() {
-	// "...resolves a network by name in the VM's own namespace, so one copy
-	// of the NAD must exist in every tenant namespace that runs VMs on this VLAN."
-	It("[VLAN-11] does not get its VLAN NIC, and the event names the missing NAD", labels.Claim("VLAN-11"), func(ctx SpecContext) {
-		p, k := kubeVMs(ctx)
-		By("the NAD exists in tenant-example only")
-		Expect(p.ApplyNAD(ctx, "tenant-example", platform.NAD{Name: "vlan100", Config: fixtures.NAD("vlan100-bridge")})).To(Succeed())
-		spec := platform.VMSpec{Name: "vm-nonad", Namespace: "tenant-without-nad", Node: p.BridgeNodes()[0],
-			Networks: []string{"vlan100"}, CloudInit: fixtures.CloudInit(p.Config().GuestAddr)}
-		Expect(k.StartVMNoWait(ctx, spec)).To(Succeed())
+func nadSpecs(r *run.Run) {
+	Describe("A VM in a tenant namespace without its own copy of the NAD", labels.Cluster, labels.Datapath, func() {
+		f := framework.New(r, "nad")
+		// "...resolves a network by name in the VM's own namespace, so one copy
+		// of the NAD must exist in every tenant namespace that runs VMs on this VLAN."
+		It("[VLAN-11] does not get its VLAN NIC, and the event names the missing NAD", labels.Claim("VLAN-11"), func(ctx SpecContext) {
+			p, k := kubeVMs(ctx, f)
+			By("the NAD exists in the tenant's namespace only")
+			Expect(f.ApplyNAD(ctx, "vlan100", "vlan100-bridge")).To(Succeed())
+			addr, err := f.NextAddress()
+			Expect(err).NotTo(HaveOccurred())
+			spec := platform.VMSpec{Name: "vm-nonad", Namespace: f.Namespace() + "-without-nad", Node: p.BridgeNodes()[0],
+				Networks: []string{"vlan100"}, CloudInit: fixtures.CloudInit(addr.String())}
+			Expect(k.StartVMNoWait(ctx, spec)).To(Succeed())
 
-		By("KubeVirt or Multus reports the NAD missing in the VM's own namespace")
-		var evs, naming []platform.Event
-		Eventually(func() ([]platform.Event, error) {
-			var err error
-			evs, err = k.VMEvents(ctx, spec.Namespace, spec.Name)
-			naming = platform.MissingNADEvents(evs, spec.Namespace, "vlan100")
-			return naming, err
-		}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(2*time.Second).ShouldNot(BeEmpty(),
-			"a Warning event on the VMI or its launcher pod must report %s/vlan100 missing", spec.Namespace)
-		for _, e := range evs {
-			evidence.Note("VLAN-11", "%s %s %s: %s", e.Type, e.Object, e.Reason, e.Message)
-		}
+			By("KubeVirt or Multus reports the NAD missing in the VM's own namespace")
+			var evs, naming []platform.Event
+			Eventually(func() ([]platform.Event, error) {
+				var err error
+				evs, err = k.VMEvents(ctx, spec.Namespace, spec.Name)
+				naming = platform.MissingNADEvents(evs, spec.Namespace, "vlan100")
+				return naming, err
+			}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(2*time.Second).ShouldNot(BeEmpty(),
+				"a Warning event on the VMI or its launcher pod must report %s/vlan100 missing", spec.Namespace)
+			for _, e := range evs {
+				f.Note("%s %s %s: %s", e.Type, e.Object, e.Reason, e.Message)
+			}
 
-		By("and the VMI never reports the VLAN interface")
-		if _, err := k.VMIInterfaces(ctx, spec.Namespace, spec.Name); errors.Is(err, evidence.ErrNotObservable) {
-			evidence.Note("VLAN-11", "no VMI to read: %v", err)
-			return
-		}
-		Consistently(func() ([]string, error) { return k.VMIInterfaces(ctx, spec.Namespace, spec.Name) }).
-			WithContext(ctx).WithTimeout(20*time.Second).WithPolling(2*time.Second).ShouldNot(ContainElement("vlan100"),
-			"the VMI in %s must not report the interface vlan100", spec.Namespace)
-		ifaces, err := k.VMIInterfaces(ctx, spec.Namespace, spec.Name)
-		evidence.Note("VLAN-11", "VMI %s/%s status.interfaces: %v %v", spec.Namespace, spec.Name, ifaces, err)
+			By("and the VMI never reports the VLAN interface")
+			if _, err := k.VMIInterfaces(ctx, spec.Namespace, spec.Name); errors.Is(err, evidence.ErrNotObservable) {
+				f.Note("no VMI to read: %v", err)
+				return
+			}
+			Consistently(func() ([]string, error) { return k.VMIInterfaces(ctx, spec.Namespace, spec.Name) }).
+				WithContext(ctx).WithTimeout(20*time.Second).WithPolling(2*time.Second).ShouldNot(ContainElement("vlan100"),
+				"the VMI in %s must not report the interface vlan100", spec.Namespace)
+			ifaces, err := k.VMIInterfaces(ctx, spec.Namespace, spec.Name)
+			f.Note("VMI %s/%s status.interfaces: %v %v", spec.Namespace, spec.Name, ifaces, err)
+		})
 	})
-})
+}
 
-var _ = Describe("Re-creating a VM on the cluster", labels.Cluster, labels.ARP, Ordered, func() {
-	// "KubeVirt generates a fresh guest MAC each time the VM object is re-created."
-	// Three observations that do not derive from one another: the VMI status,
-	// the guest's own `ip link`, and the gateway's neighbour entry.
-	It("[ARP-01] gives its VLAN NIC a fresh MAC: VMI status, guest and gateway agree", labels.Claim("ARP-01"), func(ctx SpecContext) {
-		p, k := kubeVMs(ctx)
-		skip.IfPods(p, "ARP-01 (KubeVirt's MAC on re-creation)")
-		Expect(p.ApplyNAD(ctx, "tenant-example", platform.NAD{Name: "vlan100", Config: fixtures.NAD("vlan100-bridge")})).To(Succeed())
-		g, err := p.StartVM(ctx, platform.VMSpec{Name: "vm-recreate", Namespace: "tenant-example", Node: p.BridgeNodes()[0],
-			Networks: []string{"vlan100"}, CloudInit: fixtures.CloudInit(p.Config().GuestAddr)})
-		Expect(err).NotTo(HaveOccurred())
-		before, err := k.VMStatus(ctx, g)
-		Expect(err).NotTo(HaveOccurred())
+func recreateSpecs(r *run.Run) {
+	Describe("Re-creating a VM on the cluster", labels.Cluster, labels.ARP, Ordered, func() {
+		f := framework.New(r, "recreate")
+		// "KubeVirt generates a fresh guest MAC each time the VM object is re-created."
+		// Three observations that do not derive from one another: the VMI status,
+		// the guest's own `ip link`, and the gateway's neighbour entry.
+		It("[ARP-01] gives its VLAN NIC a fresh MAC: VMI status, guest and gateway agree", labels.Claim("ARP-01"), func(ctx SpecContext) {
+			p, k := kubeVMs(ctx, f)
+			skip.IfPods(p, "ARP-01 (KubeVirt's MAC on re-creation)")
+			Expect(f.ApplyNAD(ctx, "vlan100", "vlan100-bridge")).To(Succeed())
+			g, err := f.StartVM(ctx, platform.VMSpec{Name: "vm-recreate", Node: p.BridgeNodes()[0], Networks: []string{"vlan100"}})
+			Expect(err).NotTo(HaveOccurred())
+			before, err := k.VMStatus(ctx, g)
+			Expect(err).NotTo(HaveOccurred())
 
-		g, err = platform.RecreateVM(ctx, p, g)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func(ctx SpecContext) { Expect(p.DeleteVM(ctx, g)).To(Succeed()) })
-		after, err := k.VMStatus(ctx, g)
-		Expect(err).NotTo(HaveOccurred())
-		inGuest, err := g.LinkMAC(ctx, fixtures.VLANNIC)
-		Expect(err).NotTo(HaveOccurred(), "reading %s's MAC inside the guest", fixtures.VLANNIC)
-		// The gateway learns the MAC from the wire once the guest speaks.
-		gw, addr := p.Gateway(), netip.MustParsePrefix(p.Config().GuestAddr).Addr()
-		res, err := g.Ping(ctx, gw.Address())
-		Expect(err).NotTo(HaveOccurred())
-		Expect(res.Received).To(BeNumerically(">", 0), "the re-created guest must reach the gateway %s", gw.Address())
-		neigh, neighErr := gw.Neighbor(ctx, addr)
-		evidence.Note("ARP-01", "VM UID %s -> %s; VMI status MAC of vlan100 %s -> %s; inside the guest %s has %s; the gateway's entry for %s: %s %v",
-			before.VMUID, after.VMUID, before.VLANMAC, after.VLANMAC, fixtures.VLANNIC, inGuest, addr, neigh.MAC, neighErr)
-		Expect(after.VMUID).NotTo(Equal(before.VMUID), "the VirtualMachine object must really be re-created")
-		Expect(after.VLANMAC.String()).NotTo(Equal(before.VLANMAC.String()), "an unpinned VLAN NIC gets a fresh MAC on re-creation")
-		Expect(inGuest.String()).To(Equal(after.VLANMAC.String()), "the guest's own %s must carry the MAC of the VMI status", fixtures.VLANNIC)
-		if errors.Is(neighErr, evidence.ErrNotObservable) {
-			return // a user's gateway: two observations are all there is
-		}
-		Expect(neighErr).NotTo(HaveOccurred())
-		Expect(neigh.MAC.String()).To(Equal(after.VLANMAC.String()), "the gateway must have learnt the fresh MAC from the wire")
+			Expect(g.Recreate(ctx)).To(Succeed())
+			after, err := k.VMStatus(ctx, g)
+			Expect(err).NotTo(HaveOccurred())
+			inGuest, err := g.LinkMAC(ctx, fixtures.VLANNIC)
+			Expect(err).NotTo(HaveOccurred(), "reading %s's MAC inside the guest", fixtures.VLANNIC)
+			// The gateway learns the MAC from the wire once the guest speaks.
+			gw, addr := p.Gateway(), g.Addr.Addr()
+			res, err := g.Ping(ctx, gw.Address())
+			Expect(err).NotTo(HaveOccurred())
+			Expect(res.Received).To(BeNumerically(">", 0), "the re-created guest must reach the gateway %s", gw.Address())
+			neigh, neighErr := gw.Neighbor(ctx, addr)
+			f.Note("VM UID %s -> %s; VMI status MAC of vlan100 %s -> %s; inside the guest %s has %s; the gateway's entry for %s: %s %v",
+				before.VMUID, after.VMUID, before.VLANMAC, after.VLANMAC, fixtures.VLANNIC, inGuest, addr, neigh.MAC, neighErr)
+			Expect(after.VMUID).NotTo(Equal(before.VMUID), "the VirtualMachine object must really be re-created")
+			Expect(after.VLANMAC.String()).NotTo(Equal(before.VLANMAC.String()), "an unpinned VLAN NIC gets a fresh MAC on re-creation")
+			Expect(inGuest.String()).To(Equal(after.VLANMAC.String()), "the guest's own %s must carry the MAC of the VMI status", fixtures.VLANNIC)
+			if errors.Is(neighErr, evidence.ErrNotObservable) {
+				return // a user's gateway: two observations are all there is
+			}
+			Expect(neighErr).NotTo(HaveOccurred())
+			Expect(neigh.MAC.String()).To(Equal(after.VLANMAC.String()), "the gateway must have learnt the fresh MAC from the wire")
+		})
 	})
-})
+}
 
 // Not labelled stager: the stager's label selects specs that need no
 // platform, and this one needs a cluster.
-var _ = Describe("Multus with stageCniPlugins: false", labels.Cluster, Ordered, func() {
-	// "If the init container is absent from the Multus pod altogether, staging
-	// is off ... nothing in this package removes or restores a plugin."
-	It("[STG-09] renders no install-cni-plugins init container and leaves the node's /opt/cni/bin as it was", labels.Claim("STG-09"), func(ctx SpecContext) {
-		p, err := platform.Ready(ctx)
-		Expect(err).NotTo(HaveOccurred(), "building the platform")
-		s, ok := platform.As[platform.CNIStaging](p)
-		if !ok {
-			Skip(p.Name() + " renders no Multus DaemonSet: STG-09 needs a cluster whose Multus the suite installs")
-		}
-		node := p.BridgeNodes()[0]
-		before, err := s.CNIBin(ctx, node)
-		if err != nil {
-			skip.IfNotObservable(err)
-		}
-		Expect(err).NotTo(HaveOccurred())
-		inits, err := s.SetStaging(ctx, false)
-		skip.IfNotObservable(err)
-		Expect(err).NotTo(HaveOccurred())
-		// The run's other specs expect the stager as the run configured it.
-		DeferCleanup(func(ctx SpecContext) {
-			_, err := s.SetStaging(ctx, true)
-			if !errors.Is(err, evidence.ErrNotObservable) {
-				Expect(err).NotTo(HaveOccurred(), "turning staging back on")
+func stagingOffSpecs(r *run.Run) {
+	Describe("Multus with stageCniPlugins: false", labels.Cluster, Ordered, func() {
+		f := framework.New(r, "staging-off")
+		// "If the init container is absent from the Multus pod altogether, staging
+		// is off ... nothing in this package removes or restores a plugin."
+		It("[STG-09] renders no install-cni-plugins init container and leaves the node's /opt/cni/bin as it was", labels.Claim("STG-09"), func(ctx SpecContext) {
+			p, err := f.Platform(ctx)
+			Expect(err).NotTo(HaveOccurred(), "building the platform")
+			s, ok := platform.As[platform.CNIStaging](p)
+			if !ok {
+				Skip(p.Name() + " renders no Multus DaemonSet: STG-09 needs a cluster whose Multus the suite installs")
 			}
+			node := p.BridgeNodes()[0]
+			before, err := s.CNIBin(ctx, node)
+			if err != nil {
+				skip.IfNotObservable(err)
+			}
+			Expect(err).NotTo(HaveOccurred())
+			inits, err := s.SetStaging(ctx, false)
+			skip.IfNotObservable(err)
+			Expect(err).NotTo(HaveOccurred())
+			// The run's other specs expect the stager as the run configured it.
+			DeferCleanup(func(ctx SpecContext) {
+				_, err := s.SetStaging(ctx, true)
+				if !errors.Is(err, evidence.ErrNotObservable) {
+					Expect(err).NotTo(HaveOccurred(), "turning staging back on")
+				}
+			})
+			after, err := s.CNIBin(ctx, node)
+			Expect(err).NotTo(HaveOccurred())
+			f.Note("Multus pod template init containers with staging off: %v", inits)
+			// Multus's own install-multus-binary rewrites multus-shim and
+			// passthru on every start: not the staging this claim is about.
+			changed := diffFiles(only(before, referencePlugins()), only(after, referencePlugins()))
+			f.Note("%s:/opt/cni/bin across the roll-out: %d files before, %d after; reference plugins changed: %v; all changes: %v", node.Name(), len(before), len(after), changed, diffFiles(before, after))
+			Expect(slices.Contains(inits, "install-cni-plugins")).To(BeFalse(), "with staging off the pod template carries no install-cni-plugins: %v", inits)
+			Expect(changed).To(BeEmpty(), "nothing already staged may be removed, restored or rewritten")
 		})
-		after, err := s.CNIBin(ctx, node)
-		Expect(err).NotTo(HaveOccurred())
-		evidence.Note("STG-09", "Multus pod template init containers with staging off: %v", inits)
-		// Multus's own install-multus-binary rewrites multus-shim and
-		// passthru on every start: not the staging this claim is about.
-		changed := diffFiles(only(before, referencePlugins()), only(after, referencePlugins()))
-		evidence.Note("STG-09", "%s:/opt/cni/bin across the roll-out: %d files before, %d after; reference plugins changed: %v; all changes: %v", node.Name(), len(before), len(after), changed, diffFiles(before, after))
-		Expect(slices.Contains(inits, "install-cni-plugins")).To(BeFalse(), "with staging off the pod template carries no install-cni-plugins: %v", inits)
-		Expect(changed).To(BeEmpty(), "nothing already staged may be removed, restored or rewritten")
 	})
-})
+}
 
 // referencePlugins are the 18 names of an upstream release: the 14 staged
 // and the 4 left alone.
@@ -207,82 +223,85 @@ var (
 
 // Not labelled stager (that label selects the specs needing no platform):
 // these observe the stager as the Multus DaemonSet runs it on real nodes.
-var _ = Describe("The stager in the Multus DaemonSet, on the nodes", labels.Cluster, Ordered, func() {
-	var (
-		p       platform.Platform
-		s       platform.CNIStaging
-		node    platform.Node
-		payload map[string]platform.FileState
-	)
+func stagerSpecs(r *run.Run) {
+	Describe("The stager in the Multus DaemonSet, on the nodes", labels.Cluster, Ordered, func() {
+		f := framework.New(r, "stager")
+		var (
+			p       platform.Platform
+			s       platform.CNIStaging
+			node    platform.Node
+			payload map[string]platform.FileState
+		)
 
-	BeforeAll(func(ctx SpecContext) {
-		var err error
-		p, err = platform.Ready(ctx)
-		Expect(err).NotTo(HaveOccurred(), "building the platform")
-		var ok bool
-		if s, ok = platform.As[platform.CNIStaging](p); !ok {
-			Skip(p.Name() + " renders no Multus DaemonSet: the stager runs on real nodes only in a cluster the suite installs Multus on")
-		}
-		node = p.BridgeNodes()[0]
-		payload, err = s.Payload(ctx, node)
-		skip.IfNotObservable(err)
-		Expect(err).NotTo(HaveOccurred(), "reading /cni-plugins in the Multus container on %s", node.Name())
-	})
+		BeforeAll(func(ctx SpecContext) {
+			var err error
+			p, err = f.Platform(ctx)
+			Expect(err).NotTo(HaveOccurred(), "building the platform")
+			var ok bool
+			if s, ok = platform.As[platform.CNIStaging](p); !ok {
+				Skip(p.Name() + " renders no Multus DaemonSet: the stager runs on real nodes only in a cluster the suite installs Multus on")
+			}
+			node = p.BridgeNodes()[0]
+			payload, err = s.Payload(ctx, node)
+			skip.IfNotObservable(err)
+			Expect(err).NotTo(HaveOccurred(), "reading /cni-plugins in the Multus container on %s", node.Name())
+		})
 
-	// "...copies these 14 upstream reference plugins into /opt/cni/bin on every node."
-	It("[STG-01] put the 14 plugins into every node's /opt/cni/bin, byte-identical to the image's copies", labels.Claim("STG-01"), func(ctx SpecContext) {
-		nodes := p.BridgeNodes()
-		if m := p.MacvlanNode(); m != nil {
-			nodes = append(nodes, m)
-		}
-		for _, n := range nodes {
-			bin, err := s.CNIBin(ctx, n)
+		// "...copies these 14 upstream reference plugins into /opt/cni/bin on every node."
+		It("[STG-01] put the 14 plugins into every node's /opt/cni/bin, byte-identical to the image's copies", labels.Claim("STG-01"), func(ctx SpecContext) {
+			nodes := p.BridgeNodes()
+			if m := p.MacvlanNode(); m != nil {
+				nodes = append(nodes, m)
+			}
+			for _, n := range nodes {
+				bin, err := s.CNIBin(ctx, n)
+				Expect(err).NotTo(HaveOccurred())
+				for _, name := range stagedPlugins {
+					f.Note("%s:/opt/cni/bin/%s sha256 %.12s mode %o; image /cni-plugins/%s sha256 %.12s", n.Name(), name, bin[name].SHA256, bin[name].Mode&0o777, name, payload[name].SHA256)
+					Expect(payload).To(HaveKey(name), "the image must carry %s at /cni-plugins", name)
+					Expect(bin).To(HaveKey(name), "%s must be staged on %s", name, n.Name())
+					Expect(bin[name].SHA256).To(Equal(payload[name].SHA256), "%s on %s must be the image's copy", name, n.Name())
+					Expect(bin[name].Mode&0o777).To(Equal(uint32(0o755)), "%s on %s must be mode 0755", name, n.Name())
+				}
+			}
+		})
+
+		// "...replaces a same-name file every time it runs."
+		It("[STG-03] replaces a hand-placed bridge on its next run, by rename", labels.Claim("STG-03"), func(ctx SpecContext) {
+			before, after, remove, err := restageOverLocalFiles(ctx, s, node)
+			if remove != nil {
+				DeferCleanup(remove)
+			}
 			Expect(err).NotTo(HaveOccurred())
-			for _, name := range stagedPlugins {
-				evidence.Note("STG-01", "%s:/opt/cni/bin/%s sha256 %.12s mode %o; image /cni-plugins/%s sha256 %.12s", n.Name(), name, bin[name].SHA256, bin[name].Mode&0o777, name, payload[name].SHA256)
-				Expect(payload).To(HaveKey(name), "the image must carry %s at /cni-plugins", name)
-				Expect(bin).To(HaveKey(name), "%s must be staged on %s", name, n.Name())
-				Expect(bin[name].SHA256).To(Equal(payload[name].SHA256), "%s on %s must be the image's copy", name, n.Name())
-				Expect(bin[name].Mode&0o777).To(Equal(uint32(0o755)), "%s on %s must be mode 0755", name, n.Name())
-			}
-		}
-	})
+			f.Note("%s:/opt/cni/bin/bridge before: inode %d sha256 %.12s; after the re-run: inode %d sha256 %.12s; image copy %.12s",
+				node.Name(), before["bridge"].Inode, before["bridge"].SHA256, after["bridge"].Inode, after["bridge"].SHA256, payload["bridge"].SHA256)
+			Expect(after["bridge"].SHA256).To(Equal(payload["bridge"].SHA256), "the hand-placed bridge must not survive the stager")
+			Expect(after["bridge"].Inode).NotTo(Equal(before["bridge"].Inode), "the new bridge must come by rename (a new inode), not by writing into the old file")
+		})
 
-	// "...replaces a same-name file every time it runs."
-	It("[STG-03] replaces a hand-placed bridge on its next run, by rename", labels.Claim("STG-03"), func(ctx SpecContext) {
-		before, after, remove, err := restageOverLocalFiles(ctx, s, node)
-		if remove != nil {
-			DeferCleanup(remove)
-		}
-		Expect(err).NotTo(HaveOccurred())
-		evidence.Note("STG-03", "%s:/opt/cni/bin/bridge before: inode %d sha256 %.12s; after the re-run: inode %d sha256 %.12s; image copy %.12s",
-			node.Name(), before["bridge"].Inode, before["bridge"].SHA256, after["bridge"].Inode, after["bridge"].SHA256, payload["bridge"].SHA256)
-		Expect(after["bridge"].SHA256).To(Equal(payload["bridge"].SHA256), "the hand-placed bridge must not survive the stager")
-		Expect(after["bridge"].Inode).NotTo(Equal(before["bridge"].Inode), "the new bridge must come by rename (a new inode), not by writing into the old file")
-	})
-
-	// "loopback, dhcp, dummy and tap are left alone ... as is anything else in /opt/cni/bin."
-	// Its own run of the stager: every spec passes alone and in any order.
-	It("[STG-02] leaves loopback, dhcp, dummy, tap and a foreign plugin as they were across a run", labels.Claim("STG-02"), func(ctx SpecContext) {
-		before, after, remove, err := restageOverLocalFiles(ctx, s, node)
-		if remove != nil {
-			DeferCleanup(remove)
-		}
-		Expect(err).NotTo(HaveOccurred())
-		for _, name := range leftAlone {
-			b, had := before[name]
-			a, has := after[name]
-			evidence.Note("STG-02", "%s:/opt/cni/bin/%s before: %v inode %d sha256 %.12s mtime %s; after: %v inode %d sha256 %.12s mtime %s",
-				node.Name(), name, had, b.Inode, b.SHA256, b.MTime.Format("15:04:05.000"), has, a.Inode, a.SHA256, a.MTime.Format("15:04:05.000"))
-			Expect(has).To(Equal(had), "%s must neither appear nor vanish", name)
-			if had {
-				Expect(a.Inode).To(Equal(b.Inode), "%s must keep its inode", name)
-				Expect(a.SHA256).To(Equal(b.SHA256), "%s must keep its content", name)
-				Expect(a.MTime).To(BeTemporally("==", b.MTime), "%s must keep its mtime", name)
+		// "loopback, dhcp, dummy and tap are left alone ... as is anything else in /opt/cni/bin."
+		// Its own run of the stager: every spec passes alone and in any order.
+		It("[STG-02] leaves loopback, dhcp, dummy, tap and a foreign plugin as they were across a run", labels.Claim("STG-02"), func(ctx SpecContext) {
+			before, after, remove, err := restageOverLocalFiles(ctx, s, node)
+			if remove != nil {
+				DeferCleanup(remove)
 			}
-		}
+			Expect(err).NotTo(HaveOccurred())
+			for _, name := range leftAlone {
+				b, had := before[name]
+				a, has := after[name]
+				f.Note("%s:/opt/cni/bin/%s before: %v inode %d sha256 %.12s mtime %s; after: %v inode %d sha256 %.12s mtime %s",
+					node.Name(), name, had, b.Inode, b.SHA256, b.MTime.Format("15:04:05.000"), has, a.Inode, a.SHA256, a.MTime.Format("15:04:05.000"))
+				Expect(has).To(Equal(had), "%s must neither appear nor vanish", name)
+				if had {
+					Expect(a.Inode).To(Equal(b.Inode), "%s must keep its inode", name)
+					Expect(a.SHA256).To(Equal(b.SHA256), "%s must keep its content", name)
+					Expect(a.MTime).To(BeTemporally("==", b.MTime), "%s must keep its mtime", name)
+				}
+			}
+		})
 	})
-})
+}
 
 // restageOverLocalFiles places an administrator's bridge and a foreign
 // plugin on the node, then re-runs the stager there (its Multus pod

@@ -4,222 +4,202 @@
 package datapath
 
 import (
-	"context"
-	"fmt"
 	"net/netip"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/cozystack/vlan-conformance/fixtures"
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/probe"
+	"github.com/cozystack/vlan-conformance/framework/run"
+	"github.com/cozystack/vlan-conformance/suites/framework"
 	"github.com/cozystack/vlan-conformance/suites/labels"
 	"github.com/cozystack/vlan-conformance/suites/skip"
 	"github.com/cozystack/vlan-conformance/suites/wire"
 )
 
-const tenant = "tenant-example"
-
-var _ = Describe("A VM bridged onto VLAN 100 through br100", labels.Datapath, Ordered, func() {
-	var (
-		p              platform.Platform
-		guestA, guestB platform.Guest
-		gw             netip.Addr
-	)
-
-	BeforeAll(func(ctx SpecContext) {
-		var err error
-		p, err = platform.Ready(ctx)
-		Expect(err).NotTo(HaveOccurred(), "building the platform")
-		gw = p.Gateway().Address()
-
-		// Step 2 of the guide: the bridge-type NAD in the tenant namespace.
-		Expect(p.ApplyNAD(ctx, tenant, platform.NAD{Name: "vlan100", Config: fixtures.NAD("vlan100-bridge")})).To(Succeed())
-		// Step 3: the VM, its static address from cloud-init userData.
-		guestA, err = startVM(ctx, p, "vm-a", p.BridgeNodes()[0], "vlan100", p.Config().GuestAddr)
-		Expect(err).NotTo(HaveOccurred(), "starting vm-a")
-		if nodes := p.BridgeNodes(); len(nodes) > 1 {
-			guestB, err = startVM(ctx, p, "vm-b", nodes[1], "vlan100", nextAddr(p.Config().GuestAddr, 1))
-			Expect(err).NotTo(HaveOccurred(), "starting vm-b")
-		}
-	})
-
-	// "Attach the VLAN sub-interface to a bridge and point a bridge-type NAD at it."
-	It("[VLAN-01] lets the guest reach the gateway", labels.Claim("VLAN-01"), func(ctx SpecContext) {
-		res, err := guestA.Ping(ctx, gw)
-		Expect(err).NotTo(HaveOccurred())
-		evidence.Note("VLAN-01", "guest %s (%s) -> gateway %s: %d/%d echo replies", guestA.Name(), guestA.MAC(), gw, res.Received, res.Sent)
-		Expect(res.Received).To(BeNumerically(">", 0), "guest %s must reach the gateway %s over VLAN 100", guestA.Name(), gw)
-	})
-
-	It("[VLAN-01] lets the gateway reach the guest, at the guest's MAC", labels.Claim("VLAN-01"), func(ctx SpecContext) {
-		addr := guestAddr(p.Config().GuestAddr)
-		res, err := p.Gateway().Ping(ctx, addr)
-		skip.IfNotObservable(err)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(res.Received).To(BeNumerically(">", 0), "the gateway must reach guest %s at %s", guestA.Name(), addr)
-
-		neigh, err := p.Gateway().Neighbor(ctx, addr)
-		Expect(err).NotTo(HaveOccurred())
-		evidence.Note("VLAN-01", "gateway -> guest %s: %d/%d echo replies; gateway neighbour %s lladdr %s %s", addr, res.Received, res.Sent, addr, neigh.MAC, neigh.State)
-		Expect(neigh.MAC.String()).To(Equal(guestA.MAC().String()), "the gateway's neighbour entry for %s must hold the guest's MAC", addr)
-	})
-
-	It("[VLAN-01] lets guests on two nodes reach each other across the trunk", labels.Claim("VLAN-01"), func(ctx SpecContext) {
-		if guestB == nil {
-			Skip("one node only (vendor mode): no second node to cross the trunk to")
-		}
-		res, err := guestA.Ping(ctx, guestAddr(nextAddr(p.Config().GuestAddr, 1)))
-		Expect(err).NotTo(HaveOccurred())
-		evidence.Note("VLAN-01", "vm-a on %s -> vm-b on %s: %d/%d echo replies", guestA.Node().Name(), guestB.Node().Name(), res.Received, res.Sent)
-		Expect(res.Received).To(BeNumerically(">", 0), "vm-a on %s must reach vm-b on %s", guestA.Node().Name(), guestB.Node().Name())
-	})
-
-	// "...bridge the VLAN sub-interface uplink.100": the guest's frames leave the node tagged.
-	It("[VLAN-02] sends the guest's frames across the trunk tagged with the VLAN id", labels.Claim("VLAN-02"), func(ctx SpecContext) {
-		skip.IfUntagged(p, "VLAN-02")
-		vlan := p.Config().VLAN
-		frames := wire.While(ctx, p.Trunk(guestA.Node()), "VLAN-02", "trunk.pcap", func() {
-			guestA.Ping(ctx, gw, platform.WithCount(2))
-		})
-		fromGuest := frames.From(guestA.MAC())
-		evidence.Note("VLAN-02", "trunk %s: %d frames from the guest MAC %s, %d tagged VLAN %d, %d untagged (trunk.pcap)", p.Trunk(guestA.Node()), len(fromGuest), guestA.MAC(), len(fromGuest.WithVLAN(vlan)), vlan, len(fromGuest.Untagged()))
-		Expect(fromGuest).NotTo(BeEmpty(), "the guest's frames must cross the trunk; saw:\n%s", frames.Summary(20))
-		Expect(fromGuest.Untagged()).To(BeEmpty(), "no frame of the guest may cross the trunk untagged:\n%s", fromGuest.Untagged().Summary(10))
-		Expect(fromGuest.WithVLAN(vlan)).To(HaveLen(len(fromGuest)), "every frame of the guest must carry VLAN %d:\n%s", vlan, fromGuest.Summary(10))
-	})
-
-	// "...the host can carry an address on the bridge itself to talk to the VMs."
-	It("[VLAN-05] lets the node's bridge address and the guest reach each other", labels.Claim("VLAN-05"), func(ctx SpecContext) {
-		node := guestA.Node()
-		res, err := node.Ping(ctx, guestAddr(p.Config().GuestAddr))
-		skip.IfNotObservable(err)
-		Expect(err).NotTo(HaveOccurred())
-		evidence.Note("VLAN-05", "node %s (%s) -> guest: %d/%d echo replies", node.Name(), node.Address(), res.Received, res.Sent)
-		Expect(res.Received).To(BeNumerically(">", 0), "node %s (%s) must reach the guest", node.Name(), node.Address())
-		res, err = guestA.Ping(ctx, node.Address().Addr())
-		Expect(err).NotTo(HaveOccurred())
-		evidence.Note("VLAN-05", "guest -> node %s: %d/%d echo replies", node.Address().Addr(), res.Received, res.Sent)
-		Expect(res.Received).To(BeNumerically(">", 0), "the guest must reach node %s at %s", node.Name(), node.Address())
-	})
-
-	// "ipam: {} — no cluster-side address assignment; the guest configures its address itself."
-	It("[VLAN-06] assigns no address to the pod interface; the guest has exactly its cloud-init address", labels.Claim("VLAN-06"), func(ctx SpecContext) {
-		att := guestA.Attachment()
-		evidence.Note("VLAN-06", "NAD %s: CNI result IPs %v; pod interface %s IPv4 after ADD %v", att.NAD, att.CNIResultIPs, att.PodInterface, att.PodIPv4)
-		Expect(att.CNIResultIPs).To(BeEmpty(), "the CNI result of NAD %s must carry no IP", att.NAD)
-		Expect(att.PodIPv4).To(BeEmpty(), "pod interface %s must have no IPv4 address after CNI ADD", att.PodInterface)
-		addrs, err := guestA.Addresses(ctx, guestA.VLANInterface())
-		Expect(err).NotTo(HaveOccurred())
-		evidence.Note("VLAN-06", "guest %s addresses %v", guestA.VLANInterface(), addrs)
-		Expect(addrs).To(ConsistOf(netip.MustParsePrefix(p.Config().GuestAddr)), "the guest's VLAN NIC must carry exactly the cloud-init address")
-	})
-
-	// "The /24 address above brings up only the connected route ... it adds no default route."
-	It("[VLAN-07] keeps only the connected route on the VLAN NIC and the default route on the pod NIC", labels.Claim("VLAN-07"), func(ctx SpecContext) {
-		routes, err := guestA.Routes(ctx)
-		Expect(err).NotTo(HaveOccurred())
-		for _, r := range routes {
-			evidence.Note("VLAN-07", "guest route %s via %s dev %s scope %s", r.Dst, r.Gw, r.Iface, r.Scope)
-		}
-		var onVLAN, defaults []platform.Route
-		for _, r := range routes {
-			if r.Iface == guestA.VLANInterface() {
-				onVLAN = append(onVLAN, r)
-			}
-			if r.Dst.Bits() == 0 {
-				defaults = append(defaults, r)
-			}
-		}
-		subnet := netip.MustParsePrefix(p.Config().Subnet)
-		Expect(defaults).NotTo(BeEmpty(), "the guest must keep a default route")
-		for _, d := range defaults {
-			Expect(d.Iface).NotTo(Equal(guestA.VLANInterface()), "the default route must stay on the pod NIC: %+v", d)
-		}
-		Expect(onVLAN).To(HaveLen(1), "the VLAN NIC must have one route: %+v", onVLAN)
-		Expect(onVLAN[0].Dst).To(Equal(subnet))
-		Expect(onVLAN[0].Scope).To(Equal("link"), "the VLAN route must be the connected one")
-	})
-
-	// VLANs of one trunk are separate broadcast domains.
-	It("[VLAN-08] keeps the guest off another VLAN of the same trunk", labels.Claim("VLAN-08"), func(ctx SpecContext) {
-		skip.IfUntagged(p, "VLAN-08")
-		other := p.Gateway().OtherVLANAddress()
-		if !other.IsValid() {
-			Skip("no host on a second VLAN is known (vendor mode)")
-		}
-		var answer error
-		var leaving evidence.Frames
-		frames := wire.While(ctx, p.Gateway().OtherVLANPoint(), "VLAN-08", "other-vlan.pcap", func() {
-			leaving = wire.While(ctx, wire.Egress(p, guestA), "VLAN-08", "guest-egress.pcap", func() {
-				_, answer = guestA.ARPProbe(ctx, other, 2*time.Second)
-			})
-		})
-		asked := leaving.From(guestA.MAC()).ARPRequestsFor(other)
-		evidence.Note("VLAN-08", "guest ARP who-has %s on %s: %v; seen leaving at %s: %d requests (guest-egress.pcap); frames from the guest on VLAN %d: %d (other-vlan.pcap)",
-			other, guestA.VLANInterface(), answer, wire.Egress(p, guestA), len(asked), p.Config().OtherVLAN, len(frames.From(guestA.MAC())))
-		// An unanswered probe proves isolation only if it went out.
-		Expect(asked).NotTo(BeEmpty(), "the guest's ARP request for %s must be seen leaving at %s:\n%s", other, wire.Egress(p, guestA), leaving.Summary(20))
-		Expect(answer).To(MatchError(probe.ErrNoReply), "the guest's ARP for %s must go unanswered (and nothing else may fail)", other)
-		Expect(frames.From(guestA.MAC())).To(BeEmpty(), "no frame of the guest may appear on VLAN %d:\n%s", p.Config().OtherVLAN, frames.Summary(20))
-	})
-
-	// Seed 003: "Ensure your NetworkAttachmentDefinition specifies the correct MTU matching the physical switch port."
-	It("[VLAN-10] passes full-size DF frames when the MTUs match and drops them when the path is smaller", labels.Claim("VLAN-10"), func(ctx SpecContext) {
-		By("a guest whose attachment MTU matches the VLAN's")
-		mtu, err := guestA.MTU(ctx, guestA.VLANInterface())
-		Expect(err).NotTo(HaveOccurred())
-		res, err := guestA.Ping(ctx, gw, platform.WithDontFragment(), platform.WithPayload(mtu-28))
-		Expect(err).NotTo(HaveOccurred())
-		evidence.Note("VLAN-10", "guest MTU %d, DF payload %d -> gateway: %d/%d replies", mtu, mtu-28, res.Received, res.Sent)
-		Expect(res.Received).To(BeNumerically(">", 0), "a %d-byte DF packet must pass when the attachment MTU (%d) matches the VLAN", mtu, mtu)
-
-		By("a guest whose attachment claims 9000 bytes on a 1500-byte VLAN")
-		Expect(p.ApplyNAD(ctx, tenant, platform.NAD{Name: "vlan100-jumbo", Config: fixtures.NAD("vlan100-bridge-jumbo")})).To(Succeed())
-		jumbo, err := startVM(ctx, p, "vm-jumbo", guestA.Node(), "vlan100-jumbo", nextAddr(p.Config().GuestAddr, 2))
-		Expect(err).NotTo(HaveOccurred())
-		jmtu, err := jumbo.MTU(ctx, jumbo.VLANInterface())
-		Expect(err).NotTo(HaveOccurred())
-		Expect(jmtu).To(Equal(9000), "the guest NIC takes the attachment's MTU")
-		res, err = jumbo.Ping(ctx, gw, platform.WithDontFragment(), platform.WithPayload(jmtu-28))
-		Expect(err).NotTo(HaveOccurred())
-		evidence.Note("VLAN-10", "jumbo guest MTU %d on a %d-byte VLAN, DF payload %d -> gateway: %d/%d replies, send error %v", jmtu, mtu, jmtu-28, res.Received, res.Sent, res.Err)
-		// The drop must happen on the path, not in the guest's own stack.
-		Expect(res.Err).NotTo(HaveOccurred(), "the %d-byte DF packet must leave the guest", jmtu)
-		Expect(res.Received).To(BeZero(), "a %d-byte DF packet must be dropped on a path smaller than the attachment's MTU", jmtu)
-		res, err = jumbo.Ping(ctx, gw, platform.WithDontFragment(), platform.WithPayload(1500-28))
-		Expect(err).NotTo(HaveOccurred())
-		evidence.Note("VLAN-10", "jumbo guest, DF payload %d -> gateway: %d/%d replies", 1500-28, res.Received, res.Sent)
-		Expect(res.Received).To(BeNumerically(">", 0), "the same guest still passes 1500-byte frames: the drop is the size")
-	})
-})
-
-// startVM starts a VM the way vm-instance renders it, with the guide's
-// cloud-init, and removes it when the container ends.
-func startVM(ctx context.Context, p platform.Platform, name string, node platform.Node, nad, addr string) (platform.Guest, error) {
-	g, err := p.StartVM(ctx, platform.VMSpec{
-		Name: name, Namespace: tenant, Node: node,
-		Networks: []string{nad}, CloudInit: fixtures.CloudInit(addr),
-	})
-	if err == nil {
-		DeferCleanup(func(ctx SpecContext) {
-			Expect(p.DeleteVM(ctx, g)).To(Succeed(), "deleting %s", name)
-		})
-	}
-	return g, err
+// Specs registers the datapath specs with the run.
+func Specs(r *run.Run) {
+	bridgeSpecs(r)
+	macvlanSpecs(r)
+	pluginSpecs(r)
 }
 
-func guestAddr(cidr string) netip.Addr { return netip.MustParsePrefix(cidr).Addr() }
+func bridgeSpecs(r *run.Run) {
+	Describe("A VM bridged onto VLAN 100 through br100", labels.Datapath, Ordered, func() {
+		f := framework.New(r, "datapath")
+		var (
+			p              platform.Platform
+			guestA, guestB *framework.VM
+			gw             netip.Addr
+		)
 
-// nextAddr is the n-th address after cidr's, same prefix length.
-func nextAddr(cidr string, n int) string {
-	p := netip.MustParsePrefix(cidr)
-	a := p.Addr()
-	for i := 0; i < n; i++ {
-		a = a.Next()
-	}
-	return fmt.Sprintf("%s/%d", a, p.Bits())
+		BeforeAll(func(ctx SpecContext) {
+			var err error
+			p, err = f.Platform(ctx)
+			Expect(err).NotTo(HaveOccurred(), "building the platform")
+			gw = p.Gateway().Address()
+
+			// Step 2 of the guide: the bridge-type NAD in the tenant namespace.
+			Expect(f.ApplyNAD(ctx, "vlan100", "vlan100-bridge")).To(Succeed())
+			// Step 3: the VM, its static address from cloud-init userData.
+			guestA, err = f.StartVM(ctx, platform.VMSpec{Name: "vm-a", Node: p.BridgeNodes()[0], Networks: []string{"vlan100"}})
+			Expect(err).NotTo(HaveOccurred(), "starting vm-a")
+			if nodes := p.BridgeNodes(); len(nodes) > 1 {
+				guestB, err = f.StartVM(ctx, platform.VMSpec{Name: "vm-b", Node: nodes[1], Networks: []string{"vlan100"}})
+				Expect(err).NotTo(HaveOccurred(), "starting vm-b")
+			}
+		})
+
+		// "Attach the VLAN sub-interface to a bridge and point a bridge-type NAD at it."
+		It("[VLAN-01] lets the guest reach the gateway", labels.Claim("VLAN-01"), func(ctx SpecContext) {
+			res, err := guestA.Ping(ctx, gw)
+			Expect(err).NotTo(HaveOccurred())
+			f.Note("guest %s (%s) -> gateway %s: %d/%d echo replies", guestA.Name(), guestA.MAC(), gw, res.Received, res.Sent)
+			Expect(res.Received).To(BeNumerically(">", 0), "guest %s must reach the gateway %s over VLAN 100", guestA.Name(), gw)
+		})
+
+		It("[VLAN-01] lets the gateway reach the guest, at the guest's MAC", labels.Claim("VLAN-01"), func(ctx SpecContext) {
+			addr := guestA.Addr.Addr()
+			res, err := p.Gateway().Ping(ctx, addr)
+			skip.IfNotObservable(err)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(res.Received).To(BeNumerically(">", 0), "the gateway must reach guest %s at %s", guestA.Name(), addr)
+
+			neigh, err := p.Gateway().Neighbor(ctx, addr)
+			Expect(err).NotTo(HaveOccurred())
+			f.Note("gateway -> guest %s: %d/%d echo replies; gateway neighbour %s lladdr %s %s", addr, res.Received, res.Sent, addr, neigh.MAC, neigh.State)
+			Expect(neigh.MAC.String()).To(Equal(guestA.MAC().String()), "the gateway's neighbour entry for %s must hold the guest's MAC", addr)
+		})
+
+		It("[VLAN-01] lets guests on two nodes reach each other across the trunk", labels.Claim("VLAN-01"), func(ctx SpecContext) {
+			if guestB == nil {
+				Skip("one node only (vendor mode): no second node to cross the trunk to")
+			}
+			res, err := guestA.Ping(ctx, guestB.Addr.Addr())
+			Expect(err).NotTo(HaveOccurred())
+			f.Note("vm-a on %s -> vm-b on %s: %d/%d echo replies", guestA.Node().Name(), guestB.Node().Name(), res.Received, res.Sent)
+			Expect(res.Received).To(BeNumerically(">", 0), "vm-a on %s must reach vm-b on %s", guestA.Node().Name(), guestB.Node().Name())
+		})
+
+		// "...bridge the VLAN sub-interface uplink.100": the guest's frames leave the node tagged.
+		It("[VLAN-02] sends the guest's frames across the trunk tagged with the VLAN id", labels.Claim("VLAN-02"), func(ctx SpecContext) {
+			skip.IfUntagged(p, "VLAN-02")
+			vlan := p.Config().VLAN
+			frames := wire.While(ctx, p.Trunk(guestA.Node()), f.Artifact("trunk.pcap"), func() {
+				guestA.Ping(ctx, gw, platform.WithCount(2))
+			})
+			fromGuest := frames.From(guestA.MAC())
+			f.Note("trunk %s: %d frames from the guest MAC %s, %d tagged VLAN %d, %d untagged (trunk.pcap)", p.Trunk(guestA.Node()), len(fromGuest), guestA.MAC(), len(fromGuest.WithVLAN(vlan)), vlan, len(fromGuest.Untagged()))
+			Expect(fromGuest).NotTo(BeEmpty(), "the guest's frames must cross the trunk; saw:\n%s", frames.Summary(20))
+			Expect(fromGuest.Untagged()).To(BeEmpty(), "no frame of the guest may cross the trunk untagged:\n%s", fromGuest.Untagged().Summary(10))
+			Expect(fromGuest.WithVLAN(vlan)).To(HaveLen(len(fromGuest)), "every frame of the guest must carry VLAN %d:\n%s", vlan, fromGuest.Summary(10))
+		})
+
+		// "...the host can carry an address on the bridge itself to talk to the VMs."
+		It("[VLAN-05] lets the node's bridge address and the guest reach each other", labels.Claim("VLAN-05"), func(ctx SpecContext) {
+			node := guestA.Node()
+			res, err := node.Ping(ctx, guestA.Addr.Addr())
+			skip.IfNotObservable(err)
+			Expect(err).NotTo(HaveOccurred())
+			f.Note("node %s (%s) -> guest: %d/%d echo replies", node.Name(), node.Address(), res.Received, res.Sent)
+			Expect(res.Received).To(BeNumerically(">", 0), "node %s (%s) must reach the guest", node.Name(), node.Address())
+			res, err = guestA.Ping(ctx, node.Address().Addr())
+			Expect(err).NotTo(HaveOccurred())
+			f.Note("guest -> node %s: %d/%d echo replies", node.Address().Addr(), res.Received, res.Sent)
+			Expect(res.Received).To(BeNumerically(">", 0), "the guest must reach node %s at %s", node.Name(), node.Address())
+		})
+
+		// "ipam: {} — no cluster-side address assignment; the guest configures its address itself."
+		It("[VLAN-06] assigns no address to the pod interface; the guest has exactly its cloud-init address", labels.Claim("VLAN-06"), func(ctx SpecContext) {
+			att := guestA.Attachment()
+			f.Note("NAD %s: CNI result IPs %v; pod interface %s IPv4 after ADD %v", att.NAD, att.CNIResultIPs, att.PodInterface, att.PodIPv4)
+			Expect(att.CNIResultIPs).To(BeEmpty(), "the CNI result of NAD %s must carry no IP", att.NAD)
+			Expect(att.PodIPv4).To(BeEmpty(), "pod interface %s must have no IPv4 address after CNI ADD", att.PodInterface)
+			addrs, err := guestA.Addresses(ctx, guestA.VLANInterface())
+			Expect(err).NotTo(HaveOccurred())
+			f.Note("guest %s addresses %v", guestA.VLANInterface(), addrs)
+			Expect(addrs).To(ConsistOf(guestA.Addr), "the guest's VLAN NIC must carry exactly the cloud-init address")
+		})
+
+		// "The /24 address above brings up only the connected route ... it adds no default route."
+		It("[VLAN-07] keeps only the connected route on the VLAN NIC and the default route on the pod NIC", labels.Claim("VLAN-07"), func(ctx SpecContext) {
+			routes, err := guestA.Routes(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			for _, r := range routes {
+				f.Note("guest route %s via %s dev %s scope %s", r.Dst, r.Gw, r.Iface, r.Scope)
+			}
+			var onVLAN, defaults []platform.Route
+			for _, r := range routes {
+				if r.Iface == guestA.VLANInterface() {
+					onVLAN = append(onVLAN, r)
+				}
+				if r.Dst.Bits() == 0 {
+					defaults = append(defaults, r)
+				}
+			}
+			subnet := netip.MustParsePrefix(p.Config().Subnet)
+			Expect(defaults).NotTo(BeEmpty(), "the guest must keep a default route")
+			for _, d := range defaults {
+				Expect(d.Iface).NotTo(Equal(guestA.VLANInterface()), "the default route must stay on the pod NIC: %+v", d)
+			}
+			Expect(onVLAN).To(HaveLen(1), "the VLAN NIC must have one route: %+v", onVLAN)
+			Expect(onVLAN[0].Dst).To(Equal(subnet))
+			Expect(onVLAN[0].Scope).To(Equal("link"), "the VLAN route must be the connected one")
+		})
+
+		// VLANs of one trunk are separate broadcast domains.
+		It("[VLAN-08] keeps the guest off another VLAN of the same trunk", labels.Claim("VLAN-08"), func(ctx SpecContext) {
+			skip.IfUntagged(p, "VLAN-08")
+			other := p.Gateway().OtherVLANAddress()
+			if !other.IsValid() {
+				Skip("no host on a second VLAN is known (vendor mode)")
+			}
+			var answer error
+			var leaving evidence.Frames
+			frames := wire.While(ctx, p.Gateway().OtherVLANPoint(), f.Artifact("other-vlan.pcap"), func() {
+				leaving = wire.While(ctx, wire.Egress(p, guestA), f.Artifact("guest-egress.pcap"), func() {
+					_, answer = guestA.ARPProbe(ctx, other, 2*time.Second)
+				})
+			})
+			asked := leaving.From(guestA.MAC()).ARPRequestsFor(other)
+			f.Note("guest ARP who-has %s on %s: %v; seen leaving at %s: %d requests (guest-egress.pcap); frames from the guest on VLAN %d: %d (other-vlan.pcap)",
+				other, guestA.VLANInterface(), answer, wire.Egress(p, guestA), len(asked), p.Config().OtherVLAN, len(frames.From(guestA.MAC())))
+			// An unanswered probe proves isolation only if it went out.
+			Expect(asked).NotTo(BeEmpty(), "the guest's ARP request for %s must be seen leaving at %s:\n%s", other, wire.Egress(p, guestA), leaving.Summary(20))
+			Expect(answer).To(MatchError(probe.ErrNoReply), "the guest's ARP for %s must go unanswered (and nothing else may fail)", other)
+			Expect(frames.From(guestA.MAC())).To(BeEmpty(), "no frame of the guest may appear on VLAN %d:\n%s", p.Config().OtherVLAN, frames.Summary(20))
+		})
+
+		// Seed 003: "Ensure your NetworkAttachmentDefinition specifies the correct MTU matching the physical switch port."
+		It("[VLAN-10] passes full-size DF frames when the MTUs match and drops them when the path is smaller", labels.Claim("VLAN-10"), func(ctx SpecContext) {
+			By("a guest whose attachment MTU matches the VLAN's")
+			mtu, err := guestA.MTU(ctx, guestA.VLANInterface())
+			Expect(err).NotTo(HaveOccurred())
+			res, err := guestA.Ping(ctx, gw, platform.WithDontFragment(), platform.WithPayload(mtu-28))
+			Expect(err).NotTo(HaveOccurred())
+			f.Note("guest MTU %d, DF payload %d -> gateway: %d/%d replies", mtu, mtu-28, res.Received, res.Sent)
+			Expect(res.Received).To(BeNumerically(">", 0), "a %d-byte DF packet must pass when the attachment MTU (%d) matches the VLAN", mtu, mtu)
+
+			By("a guest whose attachment claims 9000 bytes on a 1500-byte VLAN")
+			Expect(f.ApplyNAD(ctx, "vlan100-jumbo", "vlan100-bridge-jumbo")).To(Succeed())
+			jumbo, err := f.StartVM(ctx, platform.VMSpec{Name: "vm-jumbo", Node: guestA.Node(), Networks: []string{"vlan100-jumbo"}})
+			Expect(err).NotTo(HaveOccurred())
+			jmtu, err := jumbo.MTU(ctx, jumbo.VLANInterface())
+			Expect(err).NotTo(HaveOccurred())
+			Expect(jmtu).To(Equal(9000), "the guest NIC takes the attachment's MTU")
+			res, err = jumbo.Ping(ctx, gw, platform.WithDontFragment(), platform.WithPayload(jmtu-28))
+			Expect(err).NotTo(HaveOccurred())
+			f.Note("jumbo guest MTU %d on a %d-byte VLAN, DF payload %d -> gateway: %d/%d replies, send error %v", jmtu, mtu, jmtu-28, res.Received, res.Sent, res.Err)
+			// The drop must happen on the path, not in the guest's own stack.
+			Expect(res.Err).NotTo(HaveOccurred(), "the %d-byte DF packet must leave the guest", jmtu)
+			Expect(res.Received).To(BeZero(), "a %d-byte DF packet must be dropped on a path smaller than the attachment's MTU", jmtu)
+			res, err = jumbo.Ping(ctx, gw, platform.WithDontFragment(), platform.WithPayload(1500-28))
+			Expect(err).NotTo(HaveOccurred())
+			f.Note("jumbo guest, DF payload %d -> gateway: %d/%d replies", 1500-28, res.Received, res.Sent)
+			Expect(res.Received).To(BeNumerically(">", 0), "the same guest still passes 1500-byte frames: the drop is the size")
+		})
+	})
 }

@@ -7,9 +7,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/cozystack/vlan-conformance/fixtures"
-	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/run"
+	"github.com/cozystack/vlan-conformance/suites/framework"
 	"github.com/cozystack/vlan-conformance/suites/labels"
 	"github.com/cozystack/vlan-conformance/suites/skip"
 	"github.com/cozystack/vlan-conformance/suites/wire"
@@ -20,117 +20,117 @@ import (
 // retrans_time 1 s) give 3 s; 3 s more allow for TCG and the console.
 const neighFailedBound = 6 * time.Second
 
-var _ = Describe("A node provisioned for macvlan", labels.Datapath, Ordered, func() {
-	var (
-		p    platform.Platform
-		node platform.Node
-		gw   netip.Addr
-	)
+func macvlanSpecs(r *run.Run) {
+	Describe("A node provisioned for macvlan", labels.Datapath, Ordered, func() {
+		f := framework.New(r, "macvlan")
+		var (
+			p    platform.Platform
+			node platform.Node
+			gw   netip.Addr
+		)
 
-	BeforeAll(func(ctx SpecContext) {
-		var err error
-		p, err = platform.Ready(ctx)
-		Expect(err).NotTo(HaveOccurred(), "building the platform")
-		node = p.MacvlanNode()
-		if node == nil {
-			Skip("no node provisioned for macvlan on this platform (vendor mode has one, per the guide)")
-		}
-		gw = p.Gateway().Address()
-		Expect(p.ApplyNAD(ctx, tenant, platform.NAD{Name: "vlan100-macvlan", Config: fixtures.NAD("vlan100-macvlan")})).To(Succeed())
-	})
-
-	Context("with a VM on a macvlan attachment under bridge binding", func() {
-		var guest platform.Guest
 		BeforeAll(func(ctx SpecContext) {
 			var err error
-			guest, err = startVM(ctx, p, "vm-mv", node, "vlan100-macvlan", nextAddr(p.Config().GuestAddr, 10))
-			Expect(err).NotTo(HaveOccurred(), "starting vm-mv")
+			p, err = f.Platform(ctx)
+			Expect(err).NotTo(HaveOccurred(), "building the platform")
+			node = p.MacvlanNode()
+			if node == nil {
+				Skip("no node provisioned for macvlan on this platform (vendor mode has one, per the guide)")
+			}
+			gw = p.Gateway().Address()
+			Expect(f.ApplyNAD(ctx, "vlan100-macvlan", "vlan100-macvlan")).To(Succeed())
 		})
 
-		// "The symptom is a guest that can transmit (ARP requests and pings leave,
-		// visible in tcpdump on the parent interface) but never receives a reply."
-		It("[VLAN-03] lets the guest transmit but drops the replies to its MAC", labels.Claim("VLAN-03"), func(ctx SpecContext) {
-			skip.IfPods(p, "VLAN-03 (replies dropped under bridge binding)")
-			parent := wire.Start(node.ParentPoint(), "VLAN-03", "parent.pcap")
-			atGuest := wire.Start(guest.VLANPoint(), "VLAN-03", "guest.pcap")
-			start := time.Now()
-			res, err := guest.Ping(ctx, gw)
-			Expect(err).NotTo(HaveOccurred())
-			onParent, inGuest := wire.Stop(parent), wire.Stop(atGuest)
-			evidence.Note("VLAN-03", "guest %s -> gateway %s: %d/%d replies, send error %v; at the guest: %d ARP requests leaving, %d replies arriving; on %s: %d ARP requests from the guest, %d replies to the guest MAC (guest.pcap, parent.pcap)",
-				guest.MAC(), gw, res.Received, res.Sent, res.Err, len(inGuest.From(guest.MAC()).ARPRequestsFor(gw)), len(inGuest.To(guest.MAC()).Replies()),
-				node.ParentPoint(), len(onParent.From(guest.MAC()).ARPRequestsFor(gw)), len(onParent.To(guest.MAC()).Replies()))
-
-			By("the guest transmits: its requests leave it and cross the parent")
-			Expect(res.Err).NotTo(HaveOccurred(), "every echo request must leave the guest")
-			Expect(inGuest.From(guest.MAC()).ARPRequestsFor(gw)).NotTo(BeEmpty(),
-				"the guest's ARP requests for %s must be seen leaving it:\n%s", gw, inGuest.Summary(20))
-			Expect(onParent.From(guest.MAC()).ARPRequestsFor(gw)).NotTo(BeEmpty(),
-				"the guest's ARP requests for %s must be seen on %s:\n%s", gw, node.ParentPoint(), onParent.Summary(20))
-			By("the gateway's replies to the guest MAC arrive at the parent")
-			Expect(onParent.To(guest.MAC()).Replies()).NotTo(BeEmpty(),
-				"replies addressed to the guest MAC %s must reach the parent:\n%s", guest.MAC(), onParent.Summary(20))
-			By("and none reaches the guest")
-			Expect(inGuest.To(guest.MAC()).Replies()).To(BeEmpty(), "no reply may reach the guest:\n%s", inGuest.Summary(20))
-			Expect(res.Received).To(BeZero(), "the guest must get no echo reply from %s", gw)
-
-			// The guide says the entry "stays FAILED". INCOMPLETE is only the
-			// kernel still asking: it turns FAILED once its probes go unanswered,
-			// so wait for that, within the bound the guest's (default) timers set.
-			By("the guest's neighbour entry for the gateway ends FAILED")
-			var neigh platform.Neighbor
-			Eventually(func() (string, error) {
+		Context("with a VM on a macvlan attachment under bridge binding", func() {
+			var guest *framework.VM
+			BeforeAll(func(ctx SpecContext) {
 				var err error
-				neigh, err = guest.Neighbor(ctx, gw)
-				return neigh.State, err
-			}).WithContext(ctx).WithTimeout(time.Until(start.Add(neighFailedBound))).WithPolling(100*time.Millisecond).Should(Equal("FAILED"),
-				"the guest's neighbour entry for %s must turn FAILED within %s of its first unanswered request", gw, neighFailedBound)
-			evidence.Note("VLAN-03", "guest neighbour %s lladdr %s state %s, %s after the first request", gw, neigh.MAC, neigh.State, time.Since(start).Round(100*time.Millisecond))
+				guest, err = f.StartVM(ctx, platform.VMSpec{Name: "vm-mv", Node: node, Networks: []string{"vlan100-macvlan"}})
+				Expect(err).NotTo(HaveOccurred(), "starting vm-mv")
+			})
+
+			// "The symptom is a guest that can transmit (ARP requests and pings leave,
+			// visible in tcpdump on the parent interface) but never receives a reply."
+			It("[VLAN-03] lets the guest transmit but drops the replies to its MAC", labels.Claim("VLAN-03"), func(ctx SpecContext) {
+				skip.IfPods(p, "VLAN-03 (replies dropped under bridge binding)")
+				parent := wire.Start(node.ParentPoint(), f.Artifact("parent.pcap"))
+				atGuest := wire.Start(guest.VLANPoint(), f.Artifact("guest.pcap"))
+				start := time.Now()
+				res, err := guest.Ping(ctx, gw)
+				Expect(err).NotTo(HaveOccurred())
+				onParent, inGuest := wire.Stop(parent), wire.Stop(atGuest)
+				f.Note("guest %s -> gateway %s: %d/%d replies, send error %v; at the guest: %d ARP requests leaving, %d replies arriving; on %s: %d ARP requests from the guest, %d replies to the guest MAC (guest.pcap, parent.pcap)",
+					guest.MAC(), gw, res.Received, res.Sent, res.Err, len(inGuest.From(guest.MAC()).ARPRequestsFor(gw)), len(inGuest.To(guest.MAC()).Replies()),
+					node.ParentPoint(), len(onParent.From(guest.MAC()).ARPRequestsFor(gw)), len(onParent.To(guest.MAC()).Replies()))
+
+				By("the guest transmits: its requests leave it and cross the parent")
+				Expect(res.Err).NotTo(HaveOccurred(), "every echo request must leave the guest")
+				Expect(inGuest.From(guest.MAC()).ARPRequestsFor(gw)).NotTo(BeEmpty(),
+					"the guest's ARP requests for %s must be seen leaving it:\n%s", gw, inGuest.Summary(20))
+				Expect(onParent.From(guest.MAC()).ARPRequestsFor(gw)).NotTo(BeEmpty(),
+					"the guest's ARP requests for %s must be seen on %s:\n%s", gw, node.ParentPoint(), onParent.Summary(20))
+				By("the gateway's replies to the guest MAC arrive at the parent")
+				Expect(onParent.To(guest.MAC()).Replies()).NotTo(BeEmpty(),
+					"replies addressed to the guest MAC %s must reach the parent:\n%s", guest.MAC(), onParent.Summary(20))
+				By("and none reaches the guest")
+				Expect(inGuest.To(guest.MAC()).Replies()).To(BeEmpty(), "no reply may reach the guest:\n%s", inGuest.Summary(20))
+				Expect(res.Received).To(BeZero(), "the guest must get no echo reply from %s", gw)
+
+				// The guide says the entry "stays FAILED". INCOMPLETE is only the
+				// kernel still asking: it turns FAILED once its probes go unanswered,
+				// so wait for that, within the bound the guest's (default) timers set.
+				By("the guest's neighbour entry for the gateway ends FAILED")
+				var neigh platform.Neighbor
+				Eventually(func() (string, error) {
+					var err error
+					neigh, err = guest.Neighbor(ctx, gw)
+					return neigh.State, err
+				}).WithContext(ctx).WithTimeout(time.Until(start.Add(neighFailedBound))).WithPolling(100*time.Millisecond).Should(Equal("FAILED"),
+					"the guest's neighbour entry for %s must turn FAILED within %s of its first unanswered request", gw, neighFailedBound)
+				f.Note("guest neighbour %s lladdr %s state %s, %s after the first request", gw, neigh.MAC, neigh.State, time.Since(start).Round(100*time.Millisecond))
+			})
+		})
+
+		Context("with a macvlan child that owns its address", func() {
+			// "...the host cannot reach macvlan children through the parent interface either."
+			// Proven on a macvlan child that owns its address (a pod, no bridge
+			// binding in between), so that VLAN-03's dropped replies cannot stand in
+			// for the isolation; the child's own traffic to the gateway shows the
+			// link is alive.
+			It("[VLAN-04] keeps the parent's address and a macvlan child apart, while the child reaches the outside", labels.Claim("VLAN-04"), func(ctx SpecContext) {
+				child, err := f.StartVM(ctx, platform.VMSpec{Name: "pod-mv", Node: node, Networks: []string{"vlan100-macvlan"}, Binding: platform.NoBinding})
+				Expect(err).NotTo(HaveOccurred(), "starting pod-mv with the macvlan NIC as its own")
+				childAddr := child.Addr.Addr()
+				hostAddr := node.Address().Addr()
+
+				By("the child reaches the gateway: its link works")
+				res, err := child.Ping(ctx, gw)
+				Expect(err).NotTo(HaveOccurred())
+				f.Note("child %s (%s, MAC %s) -> gateway %s: %d/%d replies, send error %v", child.Name(), childAddr, child.MAC(), gw, res.Received, res.Sent, res.Err)
+				Expect(res.Err).NotTo(HaveOccurred())
+				Expect(res.Received).To(BeNumerically(">", 0), "the macvlan child must reach the gateway %s: else silence below proves a dead link, not isolation", gw)
+
+				By("the parent's ARP requests for the child leave it and never reach the child")
+				onParent := wire.Start(node.ParentPoint(), f.Artifact("parent.pcap"))
+				atChild := wire.Start(child.VLANPoint(), f.Artifact("child.pcap"))
+				res, err = node.Ping(ctx, childAddr)
+				Expect(err).NotTo(HaveOccurred())
+				fromHost, atChildFrames := wire.Stop(onParent).ARPSentBy(hostAddr).ARPRequestsFor(childAddr), wire.Stop(atChild)
+				reached := atChildFrames.ARPSentBy(hostAddr)
+				f.Note("node %s (%s) -> child %s: %d/%d replies, send error %v; the host's ARP requests for the child on %s: %d; host ARP frames at the child: %d (parent.pcap, child.pcap)",
+					node.Name(), node.Address(), childAddr, res.Received, res.Sent, res.Err, node.ParentPoint(), len(fromHost), len(reached))
+				Expect(res.Err).NotTo(HaveOccurred(), "every echo request must leave the node")
+				Expect(fromHost).NotTo(BeEmpty(), "the host's ARP requests for %s must be seen leaving %s", childAddr, node.ParentPoint())
+				Expect(reached).To(BeEmpty(), "no ARP frame of the host (%s) may reach the macvlan child:\n%s", hostAddr, reached.Summary(10))
+				Expect(res.Received).To(BeZero(), "node %s (%s) must not reach the macvlan child %s", node.Name(), node.Address(), childAddr)
+
+				By("and the child cannot reach a service on the host's address")
+				res, err = child.Ping(ctx, hostAddr)
+				Expect(err).NotTo(HaveOccurred())
+				f.Note("child -> node %s: %d/%d replies, send error %v", hostAddr, res.Received, res.Sent, res.Err)
+				Expect(res.Err).NotTo(HaveOccurred(), "every echo request must leave the child")
+				Expect(res.Received).To(BeZero(), "the macvlan child must not reach the node's address %s", hostAddr)
+			})
 		})
 	})
-
-	Context("with a macvlan child that owns its address", func() {
-		// "...the host cannot reach macvlan children through the parent interface either."
-		// Proven on a macvlan child that owns its address (a pod, no bridge
-		// binding in between), so that VLAN-03's dropped replies cannot stand in
-		// for the isolation; the child's own traffic to the gateway shows the
-		// link is alive.
-		It("[VLAN-04] keeps the parent's address and a macvlan child apart, while the child reaches the outside", labels.Claim("VLAN-04"), func(ctx SpecContext) {
-			cidr := nextAddr(p.Config().GuestAddr, 11)
-			childAddr := guestAddr(cidr)
-			child, err := p.StartVM(ctx, platform.VMSpec{Name: "pod-mv", Namespace: tenant, Node: node, Networks: []string{"vlan100-macvlan"},
-				CloudInit: fixtures.CloudInit(cidr), Binding: platform.NoBinding})
-			Expect(err).NotTo(HaveOccurred(), "starting pod-mv with the macvlan NIC as its own")
-			DeferCleanup(func(ctx SpecContext) { Expect(p.DeleteVM(ctx, child)).To(Succeed(), "deleting pod-mv") })
-			hostAddr := node.Address().Addr()
-
-			By("the child reaches the gateway: its link works")
-			res, err := child.Ping(ctx, gw)
-			Expect(err).NotTo(HaveOccurred())
-			evidence.Note("VLAN-04", "child %s (%s, MAC %s) -> gateway %s: %d/%d replies, send error %v", child.Name(), childAddr, child.MAC(), gw, res.Received, res.Sent, res.Err)
-			Expect(res.Err).NotTo(HaveOccurred())
-			Expect(res.Received).To(BeNumerically(">", 0), "the macvlan child must reach the gateway %s: else silence below proves a dead link, not isolation", gw)
-
-			By("the parent's ARP requests for the child leave it and never reach the child")
-			onParent := wire.Start(node.ParentPoint(), "VLAN-04", "parent.pcap")
-			atChild := wire.Start(child.VLANPoint(), "VLAN-04", "child.pcap")
-			res, err = node.Ping(ctx, childAddr)
-			Expect(err).NotTo(HaveOccurred())
-			fromHost, atChildFrames := wire.Stop(onParent).ARPSentBy(hostAddr).ARPRequestsFor(childAddr), wire.Stop(atChild)
-			reached := atChildFrames.ARPSentBy(hostAddr)
-			evidence.Note("VLAN-04", "node %s (%s) -> child %s: %d/%d replies, send error %v; the host's ARP requests for the child on %s: %d; host ARP frames at the child: %d (parent.pcap, child.pcap)",
-				node.Name(), node.Address(), childAddr, res.Received, res.Sent, res.Err, node.ParentPoint(), len(fromHost), len(reached))
-			Expect(res.Err).NotTo(HaveOccurred(), "every echo request must leave the node")
-			Expect(fromHost).NotTo(BeEmpty(), "the host's ARP requests for %s must be seen leaving %s", childAddr, node.ParentPoint())
-			Expect(reached).To(BeEmpty(), "no ARP frame of the host (%s) may reach the macvlan child:\n%s", hostAddr, reached.Summary(10))
-			Expect(res.Received).To(BeZero(), "node %s (%s) must not reach the macvlan child %s", node.Name(), node.Address(), childAddr)
-
-			By("and the child cannot reach a service on the host's address")
-			res, err = child.Ping(ctx, hostAddr)
-			Expect(err).NotTo(HaveOccurred())
-			evidence.Note("VLAN-04", "child -> node %s: %d/%d replies, send error %v", hostAddr, res.Received, res.Sent, res.Err)
-			Expect(res.Err).NotTo(HaveOccurred(), "every echo request must leave the child")
-			Expect(res.Received).To(BeZero(), "the macvlan child must not reach the node's address %s", hostAddr)
-		})
-	})
-})
+}

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/cozystack/vlan-conformance/framework/run"
 	"github.com/cozystack/vlan-conformance/framework/stager"
 	"github.com/cozystack/vlan-conformance/suites/labels"
 )
@@ -54,87 +55,89 @@ var faultCases = []struct {
 	},
 }
 
-var _ = Describe("Staging when plugins cannot be written", labels.Stager, func() {
-	for _, want := range faultCases {
-		title := describeFaults(want.faults)
-		Context("with "+title, Ordered, ContinueOnFailure, func() {
-			var (
-				lab *stager.Lab
-				res stager.Result
-			)
+func failureSpecs(r *run.Run) {
+	Describe("Staging when plugins cannot be written", labels.Stager, func() {
+		for _, want := range faultCases {
+			title := describeFaults(want.faults)
+			Context("with "+title, Ordered, ContinueOnFailure, func() {
+				var (
+					lab *stager.Lab
+					res stager.Result
+				)
 
-			BeforeAll(func(ctx SpecContext) {
-				generic, err := layout("generic")
-				Expect(err).NotTo(HaveOccurred())
-				lab, res, err = stageOnce(ctx, stager.Scenario{Name: want.name, Layout: generic, Faults: want.faults}, "STG-05", "Staging with "+title)
-				Expect(err).NotTo(HaveOccurred())
-			})
+				BeforeAll(func(ctx SpecContext) {
+					generic, err := layout("generic")
+					Expect(err).NotTo(HaveOccurred())
+					lab, res, err = stageOnce(ctx, r, stager.Scenario{Name: want.name, Layout: generic, Faults: want.faults}, "STG-05", "Staging with "+title)
+					Expect(err).NotTo(HaveOccurred())
+				})
 
-			// "A plugin it fails to write is reported and skipped rather than removed, so whatever was there stays"
-			It("[STG-05] skips what it cannot write: an older copy stays, nothing appears where there was none, the rest is installed", labels.Claim("STG-05"), func() {
-				failed := notInstalled(lab, res)
-				if want.failing != nil {
-					Expect(failed).To(Equal(want.failing), "the plugins not installed must be exactly those the fault hits\n%s", describeRun(res))
-				} else {
-					Expect(failed).NotTo(BeEmpty(), "the fault took no plugin\n%s", describeRun(res))
-					Expect(len(failed)).To(BeNumerically("<", len(stager.StagedPlugins)), "the fault took every plugin\n%s", describeRun(res))
-				}
-				for _, p := range failed {
-					c := res.Change(p)
-					if c.Before == nil {
-						Expect(c.Verdict).To(Equal(stager.Absent), "%s: nothing must appear where there was none\n%s", p, describeRun(res))
+				// "A plugin it fails to write is reported and skipped rather than removed, so whatever was there stays"
+				It("[STG-05] skips what it cannot write: an older copy stays, nothing appears where there was none, the rest is installed", labels.Claim("STG-05"), func() {
+					failed := notInstalled(lab, res)
+					if want.failing != nil {
+						Expect(failed).To(Equal(want.failing), "the plugins not installed must be exactly those the fault hits\n%s", describeRun(res))
 					} else {
-						// A directory at the destination stays as it was: it gains no entries (the
-						// plugin moved into it is not "left as it was", and is no plugin either).
-						Expect(c.Verdict).To(Equal(stager.Untouched), "%s: the node's %s must stay as it was%s\n%s", p, c.Before.Describe(), gained(c), describeRun(res))
+						Expect(failed).NotTo(BeEmpty(), "the fault took no plugin\n%s", describeRun(res))
+						Expect(len(failed)).To(BeNumerically("<", len(stager.StagedPlugins)), "the fault took every plugin\n%s", describeRun(res))
 					}
-				}
-			})
-
-			// "The reason for each is earlier in the same log, printed as that plugin was attempted [...] The container reports these and exits successfully on purpose"
-			It("[STG-06] logs each cause as it is attempted, then a summary `failed to install:` naming every failed plugin, and exits 0", labels.Claim("STG-06"), func() {
-				failed := notInstalled(lab, res)
-				Expect(res.ExitCode).To(Equal(0), "the pod must show Ready\n%s", describeRun(res))
-				line, at, ok := summary(res)
-				Expect(ok).To(BeTrue(), "no line begins %q\n%s", summaryPrefix, describeRun(res))
-				Expect(names(line)).To(ConsistOf(failed), "the summary must name every failed plugin and only those: %q", line)
-
-				lines := res.LogLines()[:at]
-				from, firstCause := 0, -1
-				for _, p := range failed {
-					i := causeLine(lines, from, p, want.cause)
-					Expect(i).To(BeNumerically(">=", 0),
-						"no line before the summary, after the previous failure's, names %s with its cause (%s)\n%s", p, want.cause, res.Log)
-					if firstCause < 0 {
-						firstCause = i
+					for _, p := range failed {
+						c := res.Change(p)
+						if c.Before == nil {
+							Expect(c.Verdict).To(Equal(stager.Absent), "%s: nothing must appear where there was none\n%s", p, describeRun(res))
+						} else {
+							// A directory at the destination stays as it was: it gains no entries (the
+							// plugin moved into it is not "left as it was", and is no plugin either).
+							Expect(c.Verdict).To(Equal(stager.Untouched), "%s: the node's %s must stay as it was%s\n%s", p, c.Before.Describe(), gained(c), describeRun(res))
+						}
 					}
-					from = i + 1
-				}
+				})
 
-				// "printed as that plugin was attempted rather than next to the summary":
-				// the first cause reached the log before plugins attempted after it were written.
-				if later := installedAfter(lab, res, failed[0]); len(later) >= 3 {
-					last := later[len(later)-1]
-					f, _ := res.After.Get(last)
-					Expect(res.LogTimes[firstCause]).To(BeTemporally("<", f.CTime),
-						"the cause for %s was logged after %s, attempted later, was written: gathered at the end rather than printed as attempted\n%s", failed[0], last, res.Log)
-				}
-			})
+				// "The reason for each is earlier in the same log, printed as that plugin was attempted [...] The container reports these and exits successfully on purpose"
+				It("[STG-06] logs each cause as it is attempted, then a summary `failed to install:` naming every failed plugin, and exits 0", labels.Claim("STG-06"), func() {
+					failed := notInstalled(lab, res)
+					Expect(res.ExitCode).To(Equal(0), "the pod must show Ready\n%s", describeRun(res))
+					line, at, ok := summary(res)
+					Expect(ok).To(BeTrue(), "no line begins %q\n%s", summaryPrefix, describeRun(res))
+					Expect(names(line)).To(ConsistOf(failed), "the summary must name every failed plugin and only those: %q", line)
 
-			// CLAIMS.md STG-06, evidence: "stderr lines, exit code, termination message"
-			It("[STG-06] leaves the summary as the container's termination message", labels.Claim("STG-06"), func() {
-				failed := notInstalled(lab, res)
-				Expect(res.TerminationMessage).To(ContainSubstring(summaryPrefix), "the termination message the kubelet reports (terminationMessagePath %s)", lab.Subject.TerminationMessagePath())
-				Expect(names(res.TerminationMessage)).To(ConsistOf(failed), "termination message: %q", res.TerminationMessage)
-			})
+					lines := res.LogLines()[:at]
+					from, firstCause := 0, -1
+					for _, p := range failed {
+						i := causeLine(lines, from, p, want.cause)
+						Expect(i).To(BeNumerically(">=", 0),
+							"no line before the summary, after the previous failure's, names %s with its cause (%s)\n%s", p, want.cause, res.Log)
+						if firstCause < 0 {
+							firstCause = i
+						}
+						from = i + 1
+					}
 
-			// "No temporary file is left in /opt/cni/bin after a run, failed or not" (CLAIMS.md)
-			It("[STG-08] leaves no temporary file behind", labels.Claim("STG-08"), func() {
-				Expect(leftovers(lab, res)).To(BeEmpty(), "\n%s", describeRun(res))
+					// "printed as that plugin was attempted rather than next to the summary":
+					// the first cause reached the log before plugins attempted after it were written.
+					if later := installedAfter(lab, res, failed[0]); len(later) >= 3 {
+						last := later[len(later)-1]
+						f, _ := res.After.Get(last)
+						Expect(res.LogTimes[firstCause]).To(BeTemporally("<", f.CTime),
+							"the cause for %s was logged after %s, attempted later, was written: gathered at the end rather than printed as attempted\n%s", failed[0], last, res.Log)
+					}
+				})
+
+				// CLAIMS.md STG-06, evidence: "stderr lines, exit code, termination message"
+				It("[STG-06] leaves the summary as the container's termination message", labels.Claim("STG-06"), func() {
+					failed := notInstalled(lab, res)
+					Expect(res.TerminationMessage).To(ContainSubstring(summaryPrefix), "the termination message the kubelet reports (terminationMessagePath %s)", lab.Subject.TerminationMessagePath())
+					Expect(names(res.TerminationMessage)).To(ConsistOf(failed), "termination message: %q", res.TerminationMessage)
+				})
+
+				// "No temporary file is left in /opt/cni/bin after a run, failed or not" (CLAIMS.md)
+				It("[STG-08] leaves no temporary file behind", labels.Claim("STG-08"), func() {
+					Expect(leftovers(lab, res)).To(BeEmpty(), "\n%s", describeRun(res))
+				})
 			})
-		})
-	}
-})
+		}
+	})
+}
 
 // gained says which entries a directory at the destination gained.
 func gained(c stager.Change) string {

@@ -3,11 +3,11 @@ package stager
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/cozystack/vlan-conformance/framework/run"
 	"github.com/cozystack/vlan-conformance/framework/stager"
 	"github.com/cozystack/vlan-conformance/suites/labels"
 )
@@ -15,46 +15,40 @@ import (
 // The image half of the package alone: what the multus image carries at
 // /cni-plugins (--stager-image, or the suite's reference build), before any
 // script runs.
-var _ = Describe("The multus image's /cni-plugins", labels.Stager, Ordered, func() {
-	var lab *stager.Lab
+func imageSpecs(r *run.Run) {
+	Describe("The multus image's /cni-plugins", labels.Stager, Ordered, func() {
+		var lab *stager.Lab
 
-	BeforeAll(func() {
-		var err error
-		lab, err = newLab()
-		Expect(err).NotTo(HaveOccurred())
-		Expect(writeImageArtifact(lab)).To(Succeed())
-	})
+		BeforeAll(func() {
+			var err error
+			lab, err = newLab(r)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(writeImageArtifact(r, lab)).To(Succeed())
+		})
 
-	// "It installs 14 of the upstream reference plugins" and "rewrites the four that
-	// overlap with the same upstream version (v1.9.1 on both sides)"; CLAIMS.md STG-01:
-	// "the multus image's /cni-plugins plus the init container's script; either half
-	// may do the filtering". So the image must offer each of the 14 as the reference
-	// build of the release; what it carries beyond them is STG-02's to judge on the node.
-	It("[STG-01] carries each of the 14 at /cni-plugins, the upstream reference build of the expected release", labels.Claim("STG-01"), func() {
-		By("the image: " + lab.Image.String())
-		for _, p := range stager.StagedPlugins {
-			e, ok := lab.Image.Entry(p)
-			Expect(ok).To(BeTrue(), "/cni-plugins/%s is missing from the image (%s)", p, lab.Image)
-			Expect(e.Kind).To(Equal("file"), "/cni-plugins/%s is a %s", p, e.Kind)
-			Expect(e.Reference()).To(BeTrue(), "/cni-plugins/%s is not the upstream reference plugin: %s", p, e.Describe())
-			Expect(e.Version).To(Equal(lab.ImageVersion()), "/cni-plugins/%s: %s, the release at --plugin-dir is %s", p, e.Describe(), lab.ImageVersion())
-		}
+		// "It installs 14 of the upstream reference plugins" and "rewrites the four that
+		// overlap with the same upstream version (v1.9.1 on both sides)"; CLAIMS.md STG-01:
+		// "the multus image's /cni-plugins plus the init container's script; either half
+		// may do the filtering". So the image must offer each of the 14 as the reference
+		// build of the release; what it carries beyond them is STG-02's to judge on the node.
+		It("[STG-01] carries each of the 14 at /cni-plugins, the upstream reference build of the expected release", labels.Claim("STG-01"), func() {
+			By("the image: " + lab.Image.String())
+			for _, p := range stager.StagedPlugins {
+				e, ok := lab.Image.Entry(p)
+				Expect(ok).To(BeTrue(), "/cni-plugins/%s is missing from the image (%s)", p, lab.Image)
+				Expect(e.Kind).To(Equal("file"), "/cni-plugins/%s is a %s", p, e.Kind)
+				Expect(e.Reference()).To(BeTrue(), "/cni-plugins/%s is not the upstream reference plugin: %s", p, e.Describe())
+				Expect(e.Version).To(Equal(lab.ImageVersion()), "/cni-plugins/%s: %s, the release at --plugin-dir is %s", p, e.Describe(), lab.ImageVersion())
+			}
+		})
 	})
-})
+}
 
 // writeImageArtifact records the image: <report-dir>/artifacts/STG-01/image.md.
-func writeImageArtifact(lab *stager.Lab) error {
-	cfg, err := runConfig()
-	if err != nil {
-		return err
-	}
-	dir := filepath.Join(cfg.ReportDir, "artifacts", "STG-01")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
+func writeImageArtifact(r *run.Run, lab *stager.Lab) error {
 	b := fmt.Sprintf("# The multus image's /cni-plugins\n\n- image: %s\n- manifest: %s\n\n| entry | kind | version | built from | sha256 |\n|---|---|---|---|---|\n", lab.Image, lab.Subject.Source)
 	for _, e := range lab.Image.Entries {
 		b += fmt.Sprintf("| %s | %s | %s | %s | %s |\n", e.Name, e.Kind, e.Version, e.Package, e.Hash)
 	}
-	return os.WriteFile(filepath.Join(dir, "image.md"), []byte(b), 0o644)
+	return os.WriteFile(r.Artifacts().Path("STG-01", "image.md"), []byte(b), 0o644)
 }

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/cozystack/vlan-conformance/framework/run"
 	"github.com/cozystack/vlan-conformance/framework/stager"
 	"github.com/cozystack/vlan-conformance/suites/labels"
 )
@@ -46,75 +47,77 @@ var platformLayouts = []struct {
 	},
 }
 
-var _ = Describe("Staging onto each platform's /opt/cni/bin", labels.Stager, func() {
-	for _, want := range platformLayouts {
-		Context("on a "+want.layout+" node", Ordered, ContinueOnFailure, func() {
-			var (
-				lab *stager.Lab
-				res stager.Result
-			)
+func layoutSpecs(r *run.Run) {
+	Describe("Staging onto each platform's /opt/cni/bin", labels.Stager, func() {
+		for _, want := range platformLayouts {
+			Context("on a "+want.layout+" node", Ordered, ContinueOnFailure, func() {
+				var (
+					lab *stager.Lab
+					res stager.Result
+				)
 
-			BeforeAll(func(ctx SpecContext) {
-				l, err := layout(want.layout)
-				Expect(err).NotTo(HaveOccurred())
-				lab, res, err = stageOnce(ctx, stager.Scenario{Name: want.layout, Layout: l}, "STG-04", l.Title+" layout: before/after staging")
-				Expect(err).NotTo(HaveOccurred())
-			})
+				BeforeAll(func(ctx SpecContext) {
+					l, err := layout(want.layout)
+					Expect(err).NotTo(HaveOccurred())
+					lab, res, err = stageOnce(ctx, r, stager.Scenario{Name: want.layout, Layout: l}, "STG-04", l.Title+" layout: before/after staging")
+					Expect(err).NotTo(HaveOccurred())
+				})
 
-			// "staging adds the ten it does not carry and rewrites the four [...]" — each layout's sentence is its guide field.
-			It(fmt.Sprintf("[STG-04] matches the guide's table: %d added, %d rewritten, untouched: %s", want.added, want.rewritten, orNone(want.untouched)), labels.Claim("STG-04"), func() {
-				By("the guide: " + want.guide)
-				var added, rewritten []string
-				for _, c := range res.Changes {
-					switch c.Verdict {
-					case stager.Added:
-						added = append(added, c.Name)
-					case stager.Replaced, stager.RewrittenInPlace:
-						rewritten = append(rewritten, c.Name)
-						Expect(c.Before.Version).To(Equal(lab.ImageVersion()), "%s: the guide's rewritten files carry the image's version on both sides", c.Name)
+				// "staging adds the ten it does not carry and rewrites the four [...]" — each layout's sentence is its guide field.
+				It(fmt.Sprintf("[STG-04] matches the guide's table: %d added, %d rewritten, untouched: %s", want.added, want.rewritten, orNone(want.untouched)), labels.Claim("STG-04"), func() {
+					By("the guide: " + want.guide)
+					var added, rewritten []string
+					for _, c := range res.Changes {
+						switch c.Verdict {
+						case stager.Added:
+							added = append(added, c.Name)
+						case stager.Replaced, stager.RewrittenInPlace:
+							rewritten = append(rewritten, c.Name)
+							Expect(c.Before.Version).To(Equal(lab.ImageVersion()), "%s: the guide's rewritten files carry the image's version on both sides", c.Name)
+						}
 					}
-				}
-				Expect(added).To(HaveLen(want.added), "added: %v\n%s", added, describeRun(res))
-				Expect(rewritten).To(HaveLen(want.rewritten), "rewritten: %v\n%s", rewritten, describeRun(res))
-				for _, n := range want.untouched {
-					Expect(res.Change(n).Verdict).To(Equal(stager.Untouched), "%s\n%s", n, describeRun(res))
-				}
-				for _, p := range stager.StagedPlugins {
-					f, ok := res.After.Get(p)
-					Expect(ok).To(BeTrue(), "%s missing afterwards", p)
-					Expect(f.Version).To(Equal(lab.ImageVersion()), "%s afterwards: %s", p, f.Describe())
-				}
-			})
+					Expect(added).To(HaveLen(want.added), "added: %v\n%s", added, describeRun(res))
+					Expect(rewritten).To(HaveLen(want.rewritten), "rewritten: %v\n%s", rewritten, describeRun(res))
+					for _, n := range want.untouched {
+						Expect(res.Change(n).Verdict).To(Equal(stager.Untouched), "%s\n%s", n, describeRun(res))
+					}
+					for _, p := range stager.StagedPlugins {
+						f, ok := res.After.Get(p)
+						Expect(ok).To(BeTrue(), "%s missing afterwards", p)
+						Expect(f.Version).To(Equal(lab.ImageVersion()), "%s afterwards: %s", p, f.Describe())
+					}
+				})
 
-			// "It installs 14 of the upstream reference plugins"
-			It("[STG-01] leaves the 14 reference plugins, byte-identical to the image's, mode 0755, and nothing else new", labels.Claim("STG-01"), func() {
-				for _, p := range stager.StagedPlugins {
-					f, ok := res.After.Get(p)
-					Expect(ok).To(BeTrue(), "%s missing afterwards\n%s", p, describeRun(res))
-					Expect(f.Hash).To(Equal(lab.ImageHash(p)), "%s: %s", p, f.Describe())
-					Expect(f.Perm).To(Equal(fs.FileMode(0o755)), "%s has mode %04o", p, uint32(f.Perm))
-				}
-				Expect(extras(lab, res)).To(BeEmpty(), "nothing but the 14 may be new\n%s", describeRun(res))
-				Expect(written(res)).To(ConsistOf(stager.StagedPlugins), "\n%s", describeRun(res))
-			})
+				// "It installs 14 of the upstream reference plugins"
+				It("[STG-01] leaves the 14 reference plugins, byte-identical to the image's, mode 0755, and nothing else new", labels.Claim("STG-01"), func() {
+					for _, p := range stager.StagedPlugins {
+						f, ok := res.After.Get(p)
+						Expect(ok).To(BeTrue(), "%s missing afterwards\n%s", p, describeRun(res))
+						Expect(f.Hash).To(Equal(lab.ImageHash(p)), "%s: %s", p, f.Describe())
+						Expect(f.Perm).To(Equal(fs.FileMode(0o755)), "%s has mode %04o", p, uint32(f.Perm))
+					}
+					Expect(extras(lab, res)).To(BeEmpty(), "nothing but the 14 may be new\n%s", describeRun(res))
+					Expect(written(res)).To(ConsistOf(stager.StagedPlugins), "\n%s", describeRun(res))
+				})
 
-			// "[It] leaves loopback, dhcp, dummy and tap alone" — and CLAIMS.md STG-02: "nor any file that is not an image plugin".
-			It("[STG-02] leaves loopback, dhcp, dummy, tap and foreign plugins alone: present ones untouched, absent ones absent", labels.Claim("STG-02"), func() {
-				for _, n := range want.untouched {
-					Expect(res.Change(n).Verdict).To(Equal(stager.Untouched), "%s: %s\n%s", n, atFault(lab, n), describeRun(res))
-				}
-				for _, n := range want.absent {
-					Expect(res.Change(n).Verdict).To(Equal(stager.Absent), "%s appeared: %s\n%s", n, atFault(lab, n), describeRun(res))
-				}
-			})
+				// "[It] leaves loopback, dhcp, dummy and tap alone" — and CLAIMS.md STG-02: "nor any file that is not an image plugin".
+				It("[STG-02] leaves loopback, dhcp, dummy, tap and foreign plugins alone: present ones untouched, absent ones absent", labels.Claim("STG-02"), func() {
+					for _, n := range want.untouched {
+						Expect(res.Change(n).Verdict).To(Equal(stager.Untouched), "%s: %s\n%s", n, atFault(lab, n), describeRun(res))
+					}
+					for _, n := range want.absent {
+						Expect(res.Change(n).Verdict).To(Equal(stager.Absent), "%s appeared: %s\n%s", n, atFault(lab, n), describeRun(res))
+					}
+				})
 
-			// "No temporary file is left in /opt/cni/bin after a run" (CLAIMS.md)
-			It("[STG-08] leaves no temporary file behind", labels.Claim("STG-08"), func() {
-				Expect(leftovers(lab, res)).To(BeEmpty())
+				// "No temporary file is left in /opt/cni/bin after a run" (CLAIMS.md)
+				It("[STG-08] leaves no temporary file behind", labels.Claim("STG-08"), func() {
+					Expect(leftovers(lab, res)).To(BeEmpty())
+				})
 			})
-		})
-	}
-})
+		}
+	})
+}
 
 func orNone(names []string) string {
 	if len(names) == 0 {

@@ -14,15 +14,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 
 	stagerfixtures "github.com/cozystack/vlan-conformance/fixtures/stager"
-	"github.com/cozystack/vlan-conformance/framework/config"
-	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/run"
 	"github.com/cozystack/vlan-conformance/framework/stager"
 )
 
@@ -32,17 +30,25 @@ const (
 	summaryPrefix = "failed to install:"
 )
 
-// runConfig is the run's configuration. The stager specs need nothing else
-// of the platform: no fabric is built for them.
-func runConfig() (*config.Config, error) { return platform.RunConfig() }
+// Specs registers the stager specs with the run. They need only its
+// configuration and its evidence tree, no platform: no fabric is built for
+// them, and none has a tenant.
+func Specs(r *run.Run) {
+	executingSpecs(r)
+	failureSpecs(r)
+	imageSpecs(r)
+	installSpecs(r)
+	killedSpecs(r)
+	unclearableSpecs(r)
+	layoutSpecs(r)
+	noPluginsDirSpecs(r)
+	emptyPluginsDirSpecs(r)
+}
 
 // newLab builds a lab from the run's flags; it is removed when the
 // container is done.
-func newLab() (*stager.Lab, error) {
-	cfg, err := runConfig()
-	if err != nil {
-		return nil, err
-	}
+func newLab(r *run.Run) (*stager.Lab, error) {
+	cfg := r.Config()
 	lab, err := stager.NewLab(stager.Options{
 		Manifest:     cfg.StagerManifest,
 		Image:        cfg.StagerImage,
@@ -60,8 +66,8 @@ func newLab() (*stager.Lab, error) {
 
 // setUp builds a lab and prepares the scenario's node; both are removed
 // when the container is done.
-func setUp(sc stager.Scenario) (*stager.Lab, *stager.Node, error) {
-	lab, err := newLab()
+func setUp(r *run.Run, sc stager.Scenario) (*stager.Lab, *stager.Node, error) {
+	lab, err := newLab(r)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -75,8 +81,8 @@ func setUp(sc stager.Scenario) (*stager.Lab, *stager.Node, error) {
 
 // stageOnce prepares the scenario, stages once and records the evidence
 // under claim.
-func stageOnce(ctx context.Context, sc stager.Scenario, claim, title string) (*stager.Lab, stager.Result, error) {
-	lab, node, err := setUp(sc)
+func stageOnce(ctx context.Context, r *run.Run, sc stager.Scenario, claim, title string) (*stager.Lab, stager.Result, error) {
+	lab, node, err := setUp(r, sc)
 	if err != nil {
 		return nil, stager.Result{}, err
 	}
@@ -84,7 +90,7 @@ func stageOnce(ctx context.Context, sc stager.Scenario, claim, title string) (*s
 	if err != nil {
 		return lab, res, fmt.Errorf("the run could not be made: %w\n%s", err, res.Log)
 	}
-	return lab, res, writeArtifact(claim, sc.Name, title, lab, res)
+	return lab, res, writeArtifact(r, claim, sc.Name, title, lab, res)
 }
 
 // layout returns a node layout from fixtures/stager/layouts.
@@ -102,16 +108,8 @@ func layout(name string) (stager.Layout, error) {
 
 // writeArtifact records a run for the report:
 // <report-dir>/artifacts/<claim>/<scenario>.md.
-func writeArtifact(claim, scenario, title string, lab *stager.Lab, res stager.Result) error {
-	cfg, err := runConfig()
-	if err != nil {
-		return err
-	}
-	dir := filepath.Join(cfg.ReportDir, "artifacts", claim)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	p := filepath.Join(dir, scenario+".md")
+func writeArtifact(r *run.Run, claim, scenario, title string, lab *stager.Lab, res stager.Result) error {
+	p := r.Artifacts().Path(claim, scenario+".md")
 	if err := os.WriteFile(p, []byte(res.Report(title, lab.Subject)), 0o644); err != nil {
 		return err
 	}

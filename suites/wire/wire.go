@@ -15,9 +15,10 @@ import (
 	"github.com/cozystack/vlan-conformance/suites/skip"
 )
 
-// Start records frames at a point into artifacts/<claim>/<file>.
-func Start(at evidence.Point, claim, file string) *evidence.Capture {
-	c, err := evidence.StartCapture(at, evidence.ArtifactPath(claim, file))
+// Start records frames at a point into the pcap at path (a claim's
+// artifact: framework's Artifact).
+func Start(at evidence.Point, path string) *evidence.Capture {
+	c, err := evidence.StartCapture(at, path)
 	skip.IfNotObservable(err)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred(), "capturing on %s", at)
 	return c
@@ -32,8 +33,8 @@ func Stop(c *evidence.Capture) evidence.Frames {
 }
 
 // While records frames at a point while action runs.
-func While(ctx context.Context, at evidence.Point, claim, file string, action func()) evidence.Frames {
-	c := Start(at, claim, file)
+func While(ctx context.Context, at evidence.Point, path string, action func()) evidence.Frames {
+	c := Start(at, path)
 	action()
 	return Stop(c)
 }

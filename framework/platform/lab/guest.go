@@ -45,6 +45,10 @@ type guest struct {
 	cniAtt         []cni.Attachment
 }
 
+// tenantName is a guest's name in the lab: its tenant (the VM's namespace
+// in a cluster) as a prefix, so two tenants' VMs of one name never meet.
+func tenantName(spec platform.VMSpec) string { return spec.Namespace + "-" + spec.Name }
+
 func startGuest(ctx context.Context, l *Lab, spec platform.VMSpec) (_ *guest, err error) {
 	n, ok := spec.Node.(*node)
 	if !ok || n == nil {
@@ -56,13 +60,13 @@ func startGuest(ctx context.Context, l *Lab, spec platform.VMSpec) (_ *guest, er
 			err = errors.Join(err, g.destroy(ctx))
 		}
 	}()
-	if g.pod, err = fabric.NewNamespace("pod-" + spec.Name); err != nil {
+	if g.pod, err = fabric.NewNamespace("pod-" + tenantName(spec)); err != nil {
 		return nil, err
 	}
 	if spec.Binding == platform.NoBinding {
 		return g, g.attachPod(ctx)
 	}
-	if g.vm, err = fabric.NewNamespace("vm-" + spec.Name); err != nil {
+	if g.vm, err = fabric.NewNamespace("vm-" + tenantName(spec)); err != nil {
 		return nil, err
 	}
 	g.Inside = nsguest.Inside{Netns: g.vm.Path, Handle: g.vm.Handle, NIC: vlanNIC, Label: "guest " + spec.Name}
@@ -111,7 +115,7 @@ func (g *guest) add(ctx context.Context, nadName, ifName string) error {
 	att := cni.Attachment{
 		NADNamespace: spec.Namespace, NADName: nadName, Config: conf,
 		PodNamespace: spec.Namespace, PodName: "virt-launcher-" + spec.Name,
-		ContainerID: "vcf-" + spec.Name, Netns: g.pod.Path, IfName: ifName, MAC: subjectFor(l.cfg).vmMAC(spec, l.macInUse),
+		ContainerID: "vcf-" + tenantName(spec), Netns: g.pod.Path, IfName: ifName, MAC: subjectFor(l.cfg).vmMAC(spec, l.macInUse),
 	}
 	rt := l.cniRuntime(n)
 	var ips []netip.Prefix

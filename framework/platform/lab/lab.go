@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/cozystack/vlan-conformance/framework/addresses"
 	"github.com/cozystack/vlan-conformance/framework/cni"
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/evidence"
@@ -39,13 +40,6 @@ type Lab struct {
 	mu     sync.Mutex
 	nads   map[string]string // "ns/name" -> spec.config
 	guests map[string]*guest
-}
-
-// Addresses of the lab's nodes on the VLAN, in the documentation range.
-func nodeAddr(subnet netip.Prefix, host int) netip.Prefix {
-	a := subnet.Addr().As4()
-	a[3] += byte(host)
-	return netip.PrefixFrom(netip.AddrFrom4(a), subnet.Bits())
 }
 
 // New sweeps what a killed run left, then builds the fabric for cfg.
@@ -72,7 +66,7 @@ func New(ctx context.Context, cfg *config.Config) (*Lab, error) {
 		MTU:          s.mtu,
 		Uplink:       cfg.Uplink,
 		Nodes: []fabric.NodeSpec{
-			{Name: "node-a", Wiring: s.bridgeWiring, Address: nodeAddr(subnet, 2)},
+			{Name: "node-a", Wiring: s.bridgeWiring, Address: addresses.Node(subnet, 0)},
 		},
 	}
 	if !cfg.VendorMode() {
@@ -85,8 +79,8 @@ func New(ctx context.Context, cfg *config.Config) (*Lab, error) {
 			second = fabric.GuideBridge
 		}
 		spec.Nodes = append(spec.Nodes,
-			fabric.NodeSpec{Name: "node-b", Wiring: second, Address: nodeAddr(subnet, 3)},
-			fabric.NodeSpec{Name: "node-m", Wiring: s.macvlanWiring, Address: nodeAddr(subnet, 4)},
+			fabric.NodeSpec{Name: "node-b", Wiring: second, Address: addresses.Node(subnet, 1)},
+			fabric.NodeSpec{Name: "node-m", Wiring: s.macvlanWiring, Address: addresses.Node(subnet, 2)},
 		)
 	}
 	fab, err := fabric.Build(spec)
@@ -177,7 +171,7 @@ func (l *Lab) StartVM(ctx context.Context, spec platform.VMSpec) (platform.Guest
 		return nil, err
 	}
 	l.mu.Lock()
-	l.guests[spec.Name] = g
+	l.guests[tenantName(spec)] = g
 	l.mu.Unlock()
 	return g, nil
 }
@@ -185,7 +179,7 @@ func (l *Lab) StartVM(ctx context.Context, spec platform.VMSpec) (platform.Guest
 func (l *Lab) DeleteVM(ctx context.Context, pg platform.Guest) error {
 	g := pg.(*guest)
 	l.mu.Lock()
-	delete(l.guests, g.spec.Name)
+	delete(l.guests, tenantName(g.spec))
 	l.mu.Unlock()
 	return g.destroy(ctx)
 }

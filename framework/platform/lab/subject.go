@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strconv"
 
+	"github.com/cozystack/vlan-conformance/framework/addresses"
 	"github.com/cozystack/vlan-conformance/framework/cloudinit"
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
@@ -69,8 +70,10 @@ func subjectFor(cfg *config.Config) subject {
 	case config.CtlMacvlanPassthru:
 		s.nadConfig = setKey("macvlan", "mode", "passthru")
 	case config.CtlHostLocalIPAM:
+		// The pool the allocator keeps for controls: no guest holds one of its addresses.
+		first, last := addresses.ControlPool(netip.MustParsePrefix(cfg.Subnet))
 		s.nadConfig = setKey("bridge", "ipam", map[string]any{
-			"type": "host-local", "subnet": cfg.Subnet, "rangeStart": hostInSubnet(cfg.Subnet, 100), "rangeEnd": hostInSubnet(cfg.Subnet, 120),
+			"type": "host-local", "subnet": cfg.Subnet, "rangeStart": first.String(), "rangeEnd": last.String(),
 			"dataDir": "/run/vcf-host-local",
 		})
 	case config.CtlARPNameDerivedMAC:
@@ -131,14 +134,4 @@ func setKey(pluginType, key string, value any) func(string) string {
 		b, _ := json.Marshal(m)
 		return string(b)
 	}
-}
-
-// hostInSubnet is the n-th address of a subnet (a /24 or larger: the
-// range of a control must follow --subnet, not the guide's default).
-func hostInSubnet(subnet string, n int) string {
-	a := netip.MustParsePrefix(subnet).Masked().Addr()
-	for range n {
-		a = a.Next()
-	}
-	return a.String()
 }

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/cozystack/vlan-conformance/framework/addresses"
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
@@ -60,12 +61,8 @@ func (c *Cabling) Mode() (untagged bool, why string) {
 	return true, "access mode: this kernel lacks 8021q (CONFIG_VLAN_8021Q), which kind nodes share"
 }
 
-// NodeAddr is the n-th node's address on the VLAN: .2, .3, ...
-func NodeAddr(subnet netip.Prefix, i int) netip.Prefix {
-	a := subnet.Addr().As4()
-	a[3] += byte(2 + i)
-	return netip.PrefixFrom(netip.AddrFrom4(a), subnet.Bits())
-}
+// NodeAddr is the n-th node's address on the VLAN (framework/addresses).
+func NodeAddr(subnet netip.Prefix, i int) netip.Prefix { return addresses.Node(subnet, i) }
 
 // Cable builds the gateway netns on the host and cables every node of
 // specs into the netns of its PID in nodes; the cabled nodes replace

@@ -197,7 +197,7 @@ func (w *Workloads) startPod(ctx context.Context, spec platform.VMSpec) (platfor
 		if err := cloudinit.Apply(h, spec.CloudInit); err != nil {
 			return nil, fmt.Errorf("pod %s/%s: the guide's userData: %w", spec.Namespace, pod.Name, err)
 		}
-		evidence.Note("workload", "pod %s/%s on %s: %s %s, MAC %s; the userData's netplan applied by the suite in the pod's netns (%s)", spec.Namespace, pod.Name, live.Spec.NodeName, podVLANNIC, nad, g.mac, path)
+		evidence.Artifacts{ReportDir: w.cfg.ReportDir}.Note("workload", "pod %s/%s on %s: %s %s, MAC %s; the userData's netplan applied by the suite in the pod's netns (%s)", spec.Namespace, pod.Name, live.Spec.NodeName, podVLANNIC, nad, g.mac, path)
 	}
 	w.mu.Lock()
 	w.pods[spec.Namespace+"/"+spec.Name] = g

@@ -71,7 +71,7 @@ func (w *Workloads) ApplyNAD(ctx context.Context, namespace string, nad platform
 		sub := fmt.Sprintf("%q", fabric.SubName(fabric.UplinkName, w.cfg.VLAN))
 		if strings.Contains(nad.Config, sub) {
 			nad.Config = strings.ReplaceAll(nad.Config, sub, fmt.Sprintf("%q", fabric.UplinkName))
-			evidence.Note("workload", "NAD %s/%s: master %s -> %q (untagged trunk: %s)", namespace, nad.Name, sub, fabric.UplinkName, why)
+			evidence.Artifacts{ReportDir: w.cfg.ReportDir}.Note("workload", "NAD %s/%s: master %s -> %q (untagged trunk: %s)", namespace, nad.Name, sub, fabric.UplinkName, why)
 		}
 	}
 	obj := kube.RenderNAD(namespace, nad)

@@ -1,0 +1,127 @@
+// Package framework gives each spec container its own framework value, as
+// the Kubernetes e2e framework's NewDefaultFramework does: the run's
+// platform, the current spec's claim and its artifact directory, and a
+// tenant of its own (a namespace in a cluster, a name prefix in the lab)
+// whose guests take their addresses from framework/addresses.
+package framework
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/cozystack/vlan-conformance/fixtures"
+	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/evidence"
+	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/run"
+)
+
+// Framework is a spec container's view of the run.
+type Framework struct {
+	run    *run.Run
+	tenant run.Tenant
+	guests int // addresses handed out so far
+}
+
+// New is called in a container's body, while the spec tree is built: the
+// tenant, and so its addresses, are fixed then.
+func New(r *run.Run, tenant string) *Framework {
+	t, err := r.Tenant(tenant)
+	if err != nil {
+		panic(err) // two containers named one tenant: a bug in the suite
+	}
+	return &Framework{run: r, tenant: t}
+}
+
+// Config is the run's configuration.
+func (f *Framework) Config() *config.Config { return f.run.Config() }
+
+// Platform is the run's platform, built on first use.
+func (f *Framework) Platform(ctx context.Context) (platform.Platform, error) {
+	return f.run.Platform(ctx)
+}
+
+// Namespace is the tenant's namespace.
+func (f *Framework) Namespace() string { return f.tenant.Namespace }
+
+// Claim is the current spec's claim, the ID its text begins with in brackets.
+func (f *Framework) Claim() string { return evidence.ClaimOf(CurrentSpecReport().LeafNodeText) }
+
+// Artifact is the path of a named piece of evidence in the current spec's
+// claim directory.
+func (f *Framework) Artifact(name string) string {
+	return f.run.Artifacts().Path(f.Claim(), name)
+}
+
+// Note records an observation the current spec judged, in its claim's
+// evidence.txt.
+func (f *Framework) Note(format string, args ...any) {
+	f.run.Artifacts().Note(f.Claim(), format, args...)
+}
+
+// ApplyNAD creates the fixture NAD under name in the tenant's namespace.
+func (f *Framework) ApplyNAD(ctx context.Context, name, fixture string) error {
+	p, err := f.Platform(ctx)
+	if err != nil {
+		return err
+	}
+	return p.ApplyNAD(ctx, f.Namespace(), platform.NAD{Name: name, Config: fixtures.NAD(fixture)})
+}
+
+// VM is a VM a spec started: Guest is its current incarnation, Addr the
+// address its cloud-init gives it.
+type VM struct {
+	platform.Guest
+	Addr netip.Prefix
+	p    platform.Platform
+}
+
+// NextAddress is the tenant's next guest address.
+func (f *Framework) NextAddress() (netip.Prefix, error) {
+	a, err := f.tenant.Address(f.guests)
+	f.guests++
+	return a, err
+}
+
+// StartVM starts a VM of spec in the tenant's namespace, with the guide's
+// cloud-init at the tenant's next address, and deletes whatever
+// incarnation is current when the spec (or container) ends.
+func (f *Framework) StartVM(ctx context.Context, spec platform.VMSpec) (*VM, error) {
+	p, err := f.Platform(ctx)
+	if err != nil {
+		return nil, err
+	}
+	addr, err := f.NextAddress()
+	if err != nil {
+		return nil, err
+	}
+	spec.Namespace, spec.CloudInit = f.Namespace(), fixtures.CloudInit(addr.String())
+	g, err := p.StartVM(ctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", spec.Name, err)
+	}
+	v := &VM{Guest: g, Addr: addr, p: p}
+	DeferCleanup(func(ctx SpecContext) {
+		if v.Guest != nil {
+			Expect(p.DeleteVM(ctx, v.Guest)).To(Succeed(), "deleting %s", spec.Name)
+		}
+	})
+	return v, nil
+}
+
+// Recreate deletes the VM and creates it again from the same spec, as a
+// user deleting and re-applying the VM object does.
+func (v *VM) Recreate(ctx context.Context) error {
+	name := v.Name()
+	g, err := platform.RecreateVM(ctx, v.p, v.Guest)
+	if err != nil {
+		v.Guest = nil // nothing left to delete, or nothing the spec can name
+		return fmt.Errorf("re-creating %s: %w", name, err)
+	}
+	v.Guest = g
+	return nil
+}
