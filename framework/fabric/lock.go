@@ -26,11 +26,13 @@ const lockHeldEnv = "VCF_RUN_LOCK_HELD"
 // stays open (the life of the process, normally), waiting, with a word on
 // progress, while another run holds it. Children started afterwards run
 // under it.
-func Exclusive(progress io.Writer) (io.Closer, error) {
+func Exclusive(progress io.Writer) (io.Closer, error) { return exclusiveAt(LockFile, progress) }
+
+func exclusiveAt(path string, progress io.Writer) (io.Closer, error) {
 	if holder, err := strconv.Atoi(os.Getenv(lockHeldEnv)); err == nil && isAncestor(holder) {
 		return io.NopCloser(nil), nil
 	}
-	f, err := os.OpenFile(LockFile, os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("run lock: %w", err)
 	}
@@ -38,13 +40,13 @@ func Exclusive(progress io.Writer) (io.Closer, error) {
 	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		if !errors.Is(err, unix.EWOULDBLOCK) {
 			f.Close()
-			return nil, fmt.Errorf("run lock %s: %w", LockFile, err)
+			return nil, fmt.Errorf("run lock %s: %w", path, err)
 		}
-		holder, _ := os.ReadFile(LockFile)
-		fmt.Fprintf(progress, "waiting for the suite's run that holds %s (pid %s) to end: runs share the %s* namespaces\n", LockFile, strings.TrimSpace(string(holder)), Prefix)
+		holder, _ := os.ReadFile(path)
+		fmt.Fprintf(progress, "waiting for the suite's run that holds %s (pid %s) to end: runs share the %s* namespaces\n", path, strings.TrimSpace(string(holder)), Prefix)
 		if err := unix.Flock(fd, unix.LOCK_EX); err != nil {
 			f.Close()
-			return nil, fmt.Errorf("run lock %s: %w", LockFile, err)
+			return nil, fmt.Errorf("run lock %s: %w", path, err)
 		}
 	}
 	if err := f.Truncate(0); err == nil {
