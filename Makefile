@@ -148,14 +148,25 @@ kind-down: $(DRIVER)
 # SynchronizedBeforeSuite and deletes it at the end (reused and kept if
 # `make kind-up` made it); kind's logs land in reports/kind-logs on failure.
 # OFFLINE=1: every image built here (`make offline-images`), no registry.
+# WORKLOAD=vm: KubeVirt (built here, images/kubevirt) and VMs from the
+# offline guest image; WORKLOAD=pod: pods attached by Multus, no KubeVirt.
+WORKLOAD ?= pod
 ifeq ($(OFFLINE),1)
 OFFLINE_IMAGES := $(OFFLINE_CACHE)/images
+KUBEVIRT_IMAGES := virt-operator virt-api virt-controller virt-handler virt-launcher \
+  virt-exportproxy virt-exportserver virt-synchronization-controller
+OFFLINE_ARCHIVES := multus $(if $(filter vm,$(WORKLOAD)),$(KUBEVIRT_IMAGES) guest)
+comma := ,
 KIND_ARGS += --kind-config=kind-config/offline.yaml --pod-network=ptp \
   --kind-node-image=$(LOCAL_REGISTRY)/node:$(KUBERNETES_VERSION) \
-  --images-archive=$(OFFLINE_IMAGES)/multus.tar \
+  --images-archive=$(subst $() ,$(comma),$(foreach a,$(OFFLINE_ARCHIVES),$(OFFLINE_IMAGES)/$(a).tar)) \
   --manifests-dir=$(OFFLINE_CACHE)/manifests --multus-version=$(MULTUS_VERSION) \
+  --kubevirt-version=$(KUBEVIRT_VERSION) \
   --cni-staging=stager --cni-plugins-image=$(LOCAL_REGISTRY)/multus-cni:$(MULTUS_VERSION) \
-  --workload=pod --report-dir=reports/cluster-offline
+  --workload=$(WORKLOAD) --report-dir=reports/cluster-offline
+ifeq ($(WORKLOAD),vm)
+KIND_ARGS += --guest-image=$(LOCAL_REGISTRY)/guest:$(GUEST_VERSION)
+endif
 E2E_PREP := offline-lane
 endif
 e2e-kind: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
@@ -165,7 +176,7 @@ e2e-kind: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
 # Every image of the offline lane from the Go module proxy and Debian
 # packages (cached: a second run builds nothing). LANE=vm adds KubeVirt.
 offline-images: plugins
-	images/build.sh $(or $(LANE),pod)
+	images/build.sh $(or $(LANE),$(WORKLOAD))
 
 # A Docker engine: the one running, or Debian's docker.io started with the
 # suite's own daemon config (fixes for this host's walls, found by probing).
