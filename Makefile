@@ -155,7 +155,7 @@ ifeq ($(OFFLINE),1)
 OFFLINE_IMAGES := $(OFFLINE_CACHE)/images
 KUBEVIRT_IMAGES := virt-operator virt-api virt-controller virt-handler virt-launcher \
   virt-exportproxy virt-exportserver virt-synchronization-controller
-OFFLINE_ARCHIVES := multus $(if $(filter vm,$(WORKLOAD)),$(KUBEVIRT_IMAGES) guest)
+OFFLINE_ARCHIVES := multus $(if $(filter vm,$(WORKLOAD)),$(KUBEVIRT_IMAGES) guest-debian)
 comma := ,
 KIND_ARGS += --kind-config=kind-config/offline.yaml --pod-network=ptp \
   --kind-node-image=$(LOCAL_REGISTRY)/node:$(KUBERNETES_VERSION) \
@@ -164,8 +164,12 @@ KIND_ARGS += --kind-config=kind-config/offline.yaml --pod-network=ptp \
   --kubevirt-version=$(KUBEVIRT_VERSION) \
   --cni-staging=stager --cni-plugins-image=$(LOCAL_REGISTRY)/multus-cni:$(MULTUS_VERSION) \
   --workload=$(WORKLOAD) --report-dir=reports/cluster-offline
+# The VMs boot the Debian guest (images/guest-debian: Debian's cloud-init
+# and netplan) with KubeVirt's kernelBoot, its root in the initrd.
 ifeq ($(WORKLOAD),vm)
-KIND_ARGS += --guest-image=$(LOCAL_REGISTRY)/guest:$(GUEST_VERSION)
+KIND_ARGS += --guest-image=$(LOCAL_REGISTRY)/guest-debian:$(GUEST_DEBIAN_VERSION) \
+  --guest-kernel-boot=/boot/vmlinux:/boot/initrd.img \
+  --guest-kernel-args="console=ttyS0 quiet mitigations=off cryptomgr.notests"
 endif
 E2E_PREP := offline-lane
 endif
