@@ -148,14 +148,29 @@ kind-down: $(DRIVER)
 # SynchronizedBeforeSuite and deletes it at the end (reused and kept if
 # `make kind-up` made it); kind's logs land in reports/kind-logs on failure.
 # OFFLINE=1: every image built here (`make offline-images`), no registry.
+# WORKLOAD=vm: KubeVirt (built here, images/kubevirt) and VMs from the
+# offline guest image; WORKLOAD=pod: pods attached by Multus, no KubeVirt.
+WORKLOAD ?= pod
 ifeq ($(OFFLINE),1)
 OFFLINE_IMAGES := $(OFFLINE_CACHE)/images
+KUBEVIRT_IMAGES := virt-operator virt-api virt-controller virt-handler virt-launcher \
+  virt-exportproxy virt-exportserver virt-synchronization-controller
+OFFLINE_ARCHIVES := multus $(if $(filter vm,$(WORKLOAD)),$(KUBEVIRT_IMAGES) guest-debian)
+comma := ,
 KIND_ARGS += --kind-config=kind-config/offline.yaml --pod-network=ptp \
   --kind-node-image=$(LOCAL_REGISTRY)/node:$(KUBERNETES_VERSION) \
-  --images-archive=$(OFFLINE_IMAGES)/multus.tar \
+  --images-archive=$(subst $() ,$(comma),$(foreach a,$(OFFLINE_ARCHIVES),$(OFFLINE_IMAGES)/$(a).tar)) \
   --manifests-dir=$(OFFLINE_CACHE)/manifests --multus-version=$(MULTUS_VERSION) \
+  --kubevirt-version=$(KUBEVIRT_VERSION) \
   --cni-staging=stager --cni-plugins-image=$(LOCAL_REGISTRY)/multus-cni:$(MULTUS_VERSION) \
-  --workload=pod --report-dir=reports/cluster-offline
+  --workload=$(WORKLOAD) --report-dir=reports/cluster-offline
+# The VMs boot the Debian guest (images/guest-debian: Debian's cloud-init
+# and netplan) with KubeVirt's kernelBoot, its root in the initrd.
+ifeq ($(WORKLOAD),vm)
+KIND_ARGS += --guest-image=$(LOCAL_REGISTRY)/guest-debian:$(GUEST_DEBIAN_VERSION) \
+  --guest-kernel-boot=/boot/vmlinux:/boot/initrd.img \
+  --guest-kernel-args="console=ttyS0 quiet mitigations=off cryptomgr.notests"
+endif
 E2E_PREP := offline-lane
 endif
 e2e-kind: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
@@ -165,7 +180,7 @@ e2e-kind: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
 # Every image of the offline lane from the Go module proxy and Debian
 # packages (cached: a second run builds nothing). LANE=vm adds KubeVirt.
 offline-images: plugins
-	images/build.sh $(or $(LANE),pod)
+	images/build.sh $(or $(LANE),$(WORKLOAD))
 
 # A Docker engine: the one running, or Debian's docker.io started with the
 # suite's own daemon config (fixes for this host's walls, found by probing).

@@ -12,6 +12,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/labvm"
 	"github.com/cozystack/vlan-conformance/framework/report"
 	"github.com/cozystack/vlan-conformance/framework/stager"
@@ -228,12 +232,9 @@ func (d *driver) describeSubject(env *report.Environment) {
 		env.Guest = "a netns; the guide's cloud-init (fixtures/cloud-init/vlan100.yaml) applied by the suite's netplan reader"
 		return
 	}
-	env.KubeVirt = fmt.Sprintf("%s release manifests (%s)", cl.KubeVirtVersion, cl.ManifestsDir)
-	if cl.ImagesArchives != "" {
-		env.KubeVirt += ", images from " + cl.ImagesArchives + " (built here by images/kubevirt/build.sh: virt-launcher on trixie with virtqemud from Debian's libvirt source and its patch series)"
-	}
-	env.Guest = fmt.Sprintf("%s (user %s); the guide's cloud-init (fixtures/cloud-init/vlan100.yaml)", cl.GuestImage, cl.GuestUser)
-	env.Workload = "KubeVirt VMs"
+	env.KubeVirt = describeKubeVirt(&cl)
+	env.Guest = describeGuest(&cl)
+	env.Workload = "vm: KubeVirt VMs, bridge binding"
 	if cl.Workload == "pod" {
 		env.Workload, env.Pods = "pods attached by Multus (no KubeVirt): the userData's netplan applied by the suite in the pod's netns", true
 		env.KubeVirt, env.Guest = "not installed", "none (pods)"
@@ -241,4 +242,60 @@ func (d *driver) describeSubject(env *report.Environment) {
 	if c.Kubeconfig != "" {
 		env.Gateway = fmt.Sprintf("the user's (%s, on the cluster of --kubeconfig)", c.Gateway)
 	}
+}
+
+// describeKubeVirt is the report's KubeVirt row: the release, and for a
+// build made here (images/kubevirt/build.sh writes build.env beside the
+// manifests it renders) the build and any patch applied, with its reason.
+func describeKubeVirt(cl *config.ClusterConfig) string {
+	out := fmt.Sprintf("%s release manifests (%s)", cl.KubeVirtVersion, cl.ManifestsDir)
+	b, err := os.ReadFile(filepath.Join(cl.ManifestsDir, "kubevirt-operator", cl.KubeVirtVersion, "build.env"))
+	if err != nil {
+		return out
+	}
+	kv := map[string]string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok {
+			kv[k] = v
+		}
+	}
+	out = kv["KUBEVIRT_BUILD"]
+	if p := kv["KUBEVIRT_PATCH"]; p != "" && p != "none" {
+		return out + ", patch " + p + ": " + kv["KUBEVIRT_PATCH_WHY"]
+	}
+	return out + ", unpatched"
+}
+
+// describeGuest is the report's guest row: the image, how it boots, and the
+// versions of its cloud-init and netplan where the image's label names them.
+func describeGuest(cl *config.ClusterConfig) string {
+	g := cl.Guest
+	boot := "containerDisk"
+	if g.KernelBoot != "" {
+		boot = "kernelBoot " + g.KernelBoot
+	}
+	out := fmt.Sprintf("%s (%s, user %s); the guide's cloud-init (fixtures/cloud-init/vlan100.yaml)", g.Image, boot, g.User)
+	if v := imageLabel(g.Image, cl.Archives(), "io.vcf.guest.versions"); v != "" {
+		out += "; in the image: " + strings.TrimSuffix(v, ";")
+	}
+	return out
+}
+
+// imageLabel reads a label of the image ref from the first docker-archive
+// that carries it ("" when none does, or it has no such label).
+func imageLabel(ref string, archives []string, key string) string {
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		return ""
+	}
+	for _, a := range archives {
+		img, err := tarball.ImageFromPath(a, &tag)
+		if err != nil {
+			continue
+		}
+		if cf, err := img.ConfigFile(); err == nil {
+			return cf.Config.Labels[key]
+		}
+	}
+	return ""
 }

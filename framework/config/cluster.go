@@ -51,9 +51,7 @@ type ClusterConfig struct {
 	CNIStaging      string
 	CNIPluginsImage string
 
-	GuestImage    string // containerDisk with cloud-init and netplan
-	GuestUser     string // the image's default user (cloud-init sets its password)
-	GuestPassword string
+	Guest GuestImage
 
 	// Workload is what attaches to the VLAN: "vm" (KubeVirt VMs, the
 	// guide's) or "pod" (pods attached by Multus, no KubeVirt installed:
@@ -65,6 +63,25 @@ type ClusterConfig struct {
 	Trunk string
 
 	Timeouts string // per readiness stage, e.g. nodes=5m,multus=5m,kubevirt=15m,nad=1m,vmi=10m
+}
+
+// GuestImage is the guest the VMs boot, and how the suite logs in on its
+// serial console.
+type GuestImage struct {
+	Image    string // a containerDisk (a disk under /disk), or with KernelBoot a kernel-boot image
+	User     string // the image's default user (cloud-init sets its password)
+	Password string
+	// KernelBoot is "KERNEL:INITRD", paths inside Image, for a guest KubeVirt
+	// boots with kernelBoot (its root in the initrd, no system disk); ""
+	// boots Image as a containerDisk.
+	KernelBoot string
+	KernelArgs string
+}
+
+// KernelPaths splits KernelBoot ("" "": a containerDisk guest).
+func (g GuestImage) KernelPaths() (kernel, initrd string) {
+	kernel, initrd, _ = strings.Cut(g.KernelBoot, ":")
+	return kernel, initrd
 }
 
 // StageTimeoutDefaults are the readiness stages' timeouts, in stage order.
@@ -95,9 +112,11 @@ func registerCluster(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&cl.ImagesArchives, "images-archive", "", "cluster tier: docker-archive tarballs (comma-separated) loaded into every kind node before anything is applied")
 	fs.StringVar(&cl.CNIStaging, "cni-staging", "installer", "cluster tier: how the reference plugins reach /opt/cni/bin: stager (the install-cni-plugins init container of --stager-manifest on the Multus DaemonSet), installer (--plugin-dir copied into each kind node) or none")
 	fs.StringVar(&cl.CNIPluginsImage, "cni-plugins-image", "", "cluster tier, --cni-staging=stager: an image carrying the reference plugins at /cni-plugins")
-	fs.StringVar(&cl.GuestImage, "guest-image", "quay.io/containerdisks/ubuntu:24.04", "cluster tier: guest containerDisk (cloud-init and netplan, as the guide's instanceProfile ubuntu)")
-	fs.StringVar(&cl.GuestUser, "guest-user", "ubuntu", "cluster tier: the guest image's default user")
-	fs.StringVar(&cl.GuestPassword, "guest-password", "vcf-conformance", "cluster tier: the serial-console password cloud-init gives the guest user")
+	fs.StringVar(&cl.Guest.Image, "guest-image", "quay.io/containerdisks/ubuntu:24.04", "cluster tier: guest containerDisk (cloud-init and netplan, as the guide's instanceProfile ubuntu), or a kernel-boot image with --guest-kernel-boot")
+	fs.StringVar(&cl.Guest.User, "guest-user", "ubuntu", "cluster tier: the guest image's default user")
+	fs.StringVar(&cl.Guest.Password, "guest-password", "vcf-conformance", "cluster tier: the serial-console password cloud-init gives the guest user")
+	fs.StringVar(&cl.Guest.KernelBoot, "guest-kernel-boot", "", "cluster tier: KERNEL:INITRD, absolute paths in --guest-image, to boot it with KubeVirt's kernelBoot (root in the initrd, no system disk); empty: a containerDisk")
+	fs.StringVar(&cl.Guest.KernelArgs, "guest-kernel-args", "console=ttyS0", "cluster tier, with --guest-kernel-boot: the kernel command line")
 	fs.StringVar(&cl.Workload, "workload", "vm", "cluster tier: vm (KubeVirt VMs, as the guide) or pod (pods attached by Multus; KubeVirt is not installed and VM claims skip)")
 	fs.StringVar(&cl.Trunk, "trunk", "auto", "cluster tier: tagged (uplink.100, needs 8021q), untagged (access mode: the trunk carries the VLAN untagged; tag claims skip) or auto (tagged when the kernel has 8021q)")
 	fs.StringVar(&cl.Timeouts, "stage-timeouts", "", "cluster tier: readiness stage timeouts overriding the defaults, e.g. kubevirt=20m,vmi=15m (stages: nodes, multus, kubevirt, nad, vmi)")
@@ -170,6 +189,11 @@ func (c *Config) validateCluster() error {
 	oneOf("--cni-staging", cl.CNIStaging, "stager", "installer", "none")
 	oneOf("--workload", cl.Workload, "vm", "pod")
 	oneOf("--trunk", cl.Trunk, "auto", "tagged", "untagged")
+	if cl.Guest.KernelBoot != "" {
+		if k, i := cl.Guest.KernelPaths(); !strings.HasPrefix(k, "/") || !strings.HasPrefix(i, "/") {
+			add("--guest-kernel-boot %q: want KERNEL:INITRD, absolute paths inside --guest-image", cl.Guest.KernelBoot)
+		}
+	}
 	if _, err := cl.StageTimeouts(); err != nil {
 		errs = append(errs, err)
 	}

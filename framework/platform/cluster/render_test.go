@@ -113,3 +113,25 @@ func TestGuideObjectsGolden(t *testing.T) {
 	}
 	golden(t, "guide-example.yaml", b.String())
 }
+
+// A kernel-boot guest image (the offline lane's) is booted with KubeVirt's
+// kernelBoot from that image, with no system disk; the firmware UUID the
+// chart derives stays.
+func TestRenderedKernelBootGuest(t *testing.T) {
+	img := workload.GuestImage{Image: "localhost/vcf/guest-debian:0.1.0", User: "ubuntu", Password: "p",
+		KernelBoot: "/boot/vmlinux:/boot/initrd.img", KernelArgs: "console=ttyS0"}
+	s := workload.RenderVM(guideExample(), img, "vcf-worker").VM.Spec.Template.Spec
+	fw := s.Domain.Firmware
+	if fw == nil || fw.UUID == "" || fw.KernelBoot == nil || fw.KernelBoot.Container == nil {
+		t.Fatalf("firmware: want a UUID and a kernelBoot container: %+v", fw)
+	}
+	c := fw.KernelBoot.Container
+	if c.Image != img.Image || c.KernelPath != "/boot/vmlinux" || c.InitrdPath != "/boot/initrd.img" || fw.KernelBoot.KernelArgs != "console=ttyS0" {
+		t.Fatalf("kernelBoot: %+v args %q", c, fw.KernelBoot.KernelArgs)
+	}
+	for _, vol := range s.Volumes {
+		if vol.ContainerDisk != nil {
+			t.Fatalf("a kernel-boot guest has no containerDisk: %+v", vol)
+		}
+	}
+}

@@ -6,6 +6,7 @@ package kubevirt
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -56,6 +57,14 @@ func Emulation(cl *config.ClusterConfig) (bool, string) {
 		return true, "--kubevirt-emulation=auto decides at run time by running a test guest on /dev/kvm; shown as if KVM were unusable"
 	}
 	ok, why := KVMUsable(3 * time.Second)
+	if ok {
+		// Without useEmulation every launcher pod requests
+		// devices.kubevirt.io/vhost-net, which virt-handler offers only
+		// where /dev/vhost-net exists: no VM would ever be scheduled.
+		if _, err := os.Stat("/dev/vhost-net"); err != nil {
+			return true, "--kubevirt-emulation=auto: " + why + ", but there is no /dev/vhost-net (CONFIG_VHOST_NET), which KubeVirt's launcher requests unless it emulates"
+		}
+	}
 	return !ok, "--kubevirt-emulation=auto: " + why
 }
 

@@ -92,7 +92,11 @@ func WithResources(cores, sockets uint32, memory string) Option {
 // WithFirmwareUUID sets the firmware UUID (cloud-init's instance identity).
 func WithFirmwareUUID(uuid string) Option {
 	return func(vm *kubevirtv1.VirtualMachine) {
-		tmpl(vm).Domain.Firmware = &kubevirtv1.Firmware{UUID: types.UID(uuid)}
+		s := tmpl(vm)
+		if s.Domain.Firmware == nil {
+			s.Domain.Firmware = &kubevirtv1.Firmware{}
+		}
+		s.Domain.Firmware.UUID = types.UID(uuid)
 	}
 }
 
@@ -119,6 +123,23 @@ func WithContainerDisk(name, image string, bootOrder uint) Option {
 				Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
 			}},
 		})
+	}
+}
+
+// WithKernelBoot boots the kernel and initrd of a kernel-boot image
+// (KubeVirt's spec.domain.firmware.kernelBoot), with no system disk.
+func WithKernelBoot(image, kernelPath, initrdPath, args string) Option {
+	return func(vm *kubevirtv1.VirtualMachine) {
+		s := tmpl(vm)
+		if s.Domain.Firmware == nil {
+			s.Domain.Firmware = &kubevirtv1.Firmware{}
+		}
+		s.Domain.Firmware.KernelBoot = &kubevirtv1.KernelBoot{
+			KernelArgs: args,
+			Container: &kubevirtv1.KernelBootContainer{
+				Image: image, KernelPath: kernelPath, InitrdPath: initrdPath, ImagePullPolicy: corev1.PullIfNotPresent,
+			},
+		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/vm"
@@ -21,11 +22,9 @@ func InstanceName(app string) string { return "vm-instance-" + app }
 // CloudInitSecretName is the chart's Secret carrying the userData.
 func CloudInitSecretName(app string) string { return InstanceName(app) + "-cloud-init" }
 
-// GuestImage is how the suite reaches the guest image: its default user, and
-// the password cloud-init gives it for the serial console.
-type GuestImage struct {
-	Image, User, Password string
-}
+// GuestImage is the guest the VMs boot (config.GuestImage: a containerDisk
+// or a kernel-boot image), its default user and console password.
+type GuestImage = config.GuestImage
 
 // Rendered is what the suite applies for one vm-instance application.
 type Rendered struct {
@@ -38,7 +37,8 @@ type Rendered struct {
 // plus one bridge interface per network, networks default (pod) plus one
 // multus network <namespace>/<name> per network, and the cloud-init userData
 // in a Secret (userData only: the chart has no networkData). What the suite
-// adds, and why: a containerDisk system disk (no CDI in the suite), the
+// adds, and why: a containerDisk system disk (no CDI in the suite) or a
+// kernel boot (bootFrom), the
 // serial-console password appended to the userData, a node selector to place
 // the VM, and its ownership label.
 func RenderVM(spec platform.VMSpec, img GuestImage, nodeName string) Rendered {
@@ -55,7 +55,7 @@ func RenderVM(spec platform.VMSpec, img GuestImage, nodeName string) Rendered {
 		vm.WithResources(1, 1, "1Gi"),
 		vm.WithFirmwareUUID(stableUUID(spec.Namespace, name)),
 		vm.WithMachineType(""),
-		vm.WithContainerDisk("disk-system", img.Image, 1),
+		bootFrom(img),
 		vm.WithCloudInitSecret(CloudInitSecretName(spec.Name)),
 		vm.WithBridgeInterface("default"),
 	}
@@ -76,6 +76,15 @@ func RenderVM(spec platform.VMSpec, img GuestImage, nodeName string) Rendered {
 		Secret: vm.CloudInitSecret(CloudInitSecretName(spec.Name), spec.Namespace, withConsoleLogin(spec.CloudInit, img.Password), vm.Labeled(labels)),
 		VM:     vm.New(name, spec.Namespace, opts...),
 	}
+}
+
+// bootFrom is the system disk the chart renders, or, for a kernel-boot guest
+// image (its root in the initrd), KubeVirt's kernelBoot from that image.
+func bootFrom(img GuestImage) vm.Option {
+	if kernel, initrd := img.KernelPaths(); kernel != "" {
+		return vm.WithKernelBoot(img.Image, kernel, initrd, img.KernelArgs)
+	}
+	return vm.WithContainerDisk("disk-system", img.Image, 1)
 }
 
 // withConsoleLogin appends a password for the image's default user to the

@@ -50,7 +50,7 @@ var _ platform.KubeVMs = (*Workloads)(nil)
 func New(cfg *config.Config, timeouts map[string]time.Duration, work string, k *kube.Clients, nodes *node.Set, trunk platform.AccessTrunk) *Workloads {
 	return &Workloads{
 		cfg: cfg, timeouts: timeouts, work: work, kube: k, nodes: nodes, trunk: trunk,
-		img:    GuestImage{Image: cfg.Cluster.GuestImage, User: cfg.Cluster.GuestUser, Password: cfg.Cluster.GuestPassword},
+		img:    cfg.Cluster.Guest,
 		guests: map[string]*vmGuest{}, pods: map[string]*podGuest{},
 	}
 }
