@@ -26,7 +26,7 @@ var All = []Claim{
 	{ID: "VLAN-09", Sentence: `A node lacking the bridge plugin fails the NAD with failed to find plugin "bridge" in path [/opt/cni/bin].`},
 	{ID: "VLAN-10", Sentence: "The attachment's MTU must match the physical VLAN: full-size DF passes when they match, is dropped when the path is smaller (seed 003)."},
 	{ID: "VLAN-11", Sentence: "The NAD is resolved in the VM's own namespace: without a copy there the VLAN NIC does not start.", Tier: "cluster",
-		Exemption: "cluster tier only, and its spec needs KubeVirt VMs: no lane that can run them exists here (this kernel lacks dummy), so no control has been run against it yet"},
+		Exemption: "cluster tier only: a control would need a cluster run of its own, and no cluster control lane exists yet"},
 	{ID: "STG-01", Sentence: "Staging installs exactly the 14 upstream reference plugins, byte-identical, mode 0755."},
 	{ID: "STG-02", Sentence: "It never writes loopback, dhcp, dummy, tap, nor any file that is not an image plugin."},
 	{ID: "STG-03", Sentence: "It replaces a same-name file every run, by rename: an executing plugin keeps running."},

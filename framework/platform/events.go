@@ -5,9 +5,10 @@ import (
 	"strings"
 )
 
-// missingNADReasons are the event reasons a missing NAD is reported under:
-// KubeVirt's virt-controller cannot render the launcher pod (on the VMI),
-// or Multus fails the pod sandbox (on the launcher pod).
+// missingNADReasons are the reasons a missing NAD is reported under:
+// KubeVirt's virt-controller cannot render the launcher pod (an event, or
+// in v1.8 the VMI's Synchronized=False condition, both FailedCreate), or
+// Multus fails the pod sandbox (on the launcher pod).
 var missingNADReasons = map[string]bool{"FailedCreate": true, "FailedCreatePodSandBox": true}
 
 // MissingNADEvents keeps the Warning events that report the NAD namespace/nad

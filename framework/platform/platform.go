@@ -194,6 +194,12 @@ type KubeVMs interface {
 	// VMIInterfaces lists the network names the VM's instance reports in
 	// its status.interfaces (none when there is no instance yet).
 	VMIInterfaces(ctx context.Context, namespace, vmName string) ([]string, error)
+	// VMIConditions lists the VM instance's status conditions that are
+	// False, as reports (Object the VMI, Reason and Message the
+	// condition's): KubeVirt v1.8 reports a launcher pod it cannot render,
+	// e.g. for a missing NAD, as Synchronized=False, not as an event. None
+	// for a pod workload.
+	VMIConditions(ctx context.Context, namespace, vmName string) ([]Event, error)
 }
 
 // Event is a Kubernetes event about an object.

@@ -222,3 +222,26 @@ func (w *Workloads) VMIInterfaces(ctx context.Context, namespace, vmName string)
 	}
 	return out, nil
 }
+
+// VMIConditions reports the VMI's False status conditions (none for pods,
+// or before the VMI exists).
+func (w *Workloads) VMIConditions(ctx context.Context, namespace, vmName string) ([]platform.Event, error) {
+	if w.Pods() {
+		return nil, nil
+	}
+	vmi, err := w.kube.KubeVirt.KubevirtV1().VirtualMachineInstances(namespace).Get(ctx, InstanceName(vmName), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []platform.Event
+	for _, c := range vmi.Status.Conditions {
+		if c.Status == corev1.ConditionFalse && c.Reason != "" {
+			out = append(out, platform.Event{Type: "Warning", Object: "VirtualMachineInstance/" + vmi.Name, Reason: c.Reason,
+				Message: "condition " + string(c.Type) + "=False: " + c.Message})
+		}
+	}
+	return out, nil
+}
