@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os/exec"
+	"syscall"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -49,4 +51,20 @@ func netplanApply(np cloudinit.Netplan, dhcp cloudinit.DHCPFunc) error {
 		return fmt.Errorf("apply: %w", err)
 	}
 	return nil
+}
+
+// dhcpAsync is `netplan apply`'s DHCPFunc outside boot: like networkd, it
+// does not hold the command up; a NIC without a lease gets a background
+// client (netplan dhcp IFACE), reparented to init.
+func dhcpAsync(h *netlink.Handle, l netlink.Link) error {
+	if leased, err := hasGlobalIPv4(h, l); err != nil || leased {
+		return err
+	}
+	cmd := exec.Command("/proc/self/exe")
+	cmd.Args = []string{"vcf-guest", "netplan", "dhcp", l.Attrs().Name}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	return cmd.Process.Release()
 }
