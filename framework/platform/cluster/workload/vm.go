@@ -121,6 +121,7 @@ func (w *Workloads) readStatus(ctx context.Context, g *vmGuest) error {
 		g.attachment.CNIResultIPs, g.attachment.MTU = networkStatus(p.Annotations["k8s.v1.cni.cncf.io/network-status"], g.spec.Namespace+"/"+nad)
 		// The pod side is observed apart from what Multus reports: the
 		// addresses on the launcher's own links for this network.
+		g.launcher = string(p.UID)
 		if g.attachment.PodIPv4, err = launcherIPv4(string(p.UID), g.podIface); err != nil {
 			return fmt.Errorf("launcher pod %s/%s: %w", p.Namespace, p.Name, err)
 		}

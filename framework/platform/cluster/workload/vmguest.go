@@ -28,6 +28,7 @@ type vmGuest struct {
 	status     platform.VMStatus
 	vlanIface  string
 	podIface   string // the launcher pod's interface for the NAD
+	launcher   string // the launcher pod's UID
 	con        *console.Console
 	serialLog  string // path of the raw serial log
 	attachment platform.Attachment
@@ -58,11 +59,18 @@ func (g *vmGuest) VLANInterface() string           { return g.vlanIface }
 func (g *vmGuest) Attachment() platform.Attachment { return g.attachment }
 func (g *vmGuest) Spec() platform.VMSpec           { return g.spec }
 
-// VLANPoint: capturing inside a VM is not possible from the host; the
-// launcher pod's tap device carries exactly the guest's frames, but its
-// namespace is only reachable on a kind node (not wired yet).
+// VLANPoint is the launcher pod's tap for the VLAN NIC: it carries exactly
+// the guest's frames, both ways, and the pod's netns is the host's to open
+// (a kind node's processes are the host's). KubeVirt names the tap after
+// the pod interface (GenerateTapDeviceName: "tap" + the name after "pod"
+// or "net").
 func (g *vmGuest) VLANPoint() evidence.Point {
-	return evidence.Point{Label: "guest " + g.spec.Name + " " + g.vlanIface + " (not observable in a cluster)"}
+	label := "guest " + g.spec.Name + " " + g.vlanIface + ", on its launcher's tap"
+	ns, err := podNetns(g.launcher)
+	if err != nil || len(g.podIface) < 4 {
+		return evidence.Point{Label: fmt.Sprintf("%s (not observable: launcher %q, pod interface %q: %v)", label, g.launcher, g.podIface, err)}
+	}
+	return evidence.Point{Netns: ns, Iface: "tap" + g.podIface[3:], Label: label}
 }
 
 // ifaceByMAC finds the guest's interface name for mac in `ip -o link`.
