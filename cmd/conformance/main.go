@@ -74,8 +74,9 @@ func mainCode() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	if d.sub != "preflight" {
-		// One run at a time on this machine (fabric.LockFile says why).
+	if d.sub != "preflight" && !d.cfg.Cluster.DryRun {
+		// One run at a time on this machine (fabric.LockFile says why); a
+		// dry run only prints, and touches nothing.
 		lock, err := fabric.Exclusive(os.Stderr)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
