@@ -131,7 +131,7 @@ clean:
 # kind + Multus + KubeVirt; needs Docker (or --container-runtime) and a
 # registry, or --manifests-dir/--images-archive and a local node image for an
 # air-gapped run. KIND_ARGS/ARGS pass more flags (see `bin/conformance run -h`).
-.PHONY: cluster-dry-run cluster-cabling kind-up kind-down e2e-kind e2e-existing
+.PHONY: cluster-dry-run cluster-cabling kind-up kind-down e2e-kind e2e-existing bench-cluster
 
 # The guide's example as --dry-run prints it must match the committed golden
 # file (the unit tests check the library's output; this, the driver's).
@@ -175,6 +175,14 @@ E2E_PREP := offline-lane
 endif
 e2e-kind: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
 	$(DRIVER) run --tier=cluster $(KIND_ARGS) $(ARGS)
+
+# The same run as e2e-kind, then its milestones from the start of building
+# the platform (nodes Ready, Multus, KubeVirt Available, first VMI Ready,
+# first login, the whole run) against the goals, and the machine's peak
+# memory: `make bench-cluster OFFLINE=1 WORKLOAD=vm`. Writes bench-cluster.md
+# beside the report. Goals are printed, never asserted.
+bench-cluster: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
+	$(DRIVER) bench --tier=cluster $(KIND_ARGS) $(ARGS)
 
 .PHONY: offline-images docker-engine offline-lane
 # Every image of the offline lane from the Go module proxy and Debian

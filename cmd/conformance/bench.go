@@ -19,6 +19,9 @@ import (
 // conformance run (boot included), and the time each claim family's specs
 // took. Budgets are judged by people reading these, never asserted.
 func (d *driver) bench(ctx context.Context) int {
+	if d.cfg.Tier == "cluster" {
+		return d.benchCluster(ctx)
+	}
 	var rows [][2]string
 	if !labvm.Inside() && d.labVM != "never" {
 		wd, _ := os.Getwd()

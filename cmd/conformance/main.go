@@ -4,7 +4,7 @@
 //
 //	conformance run       [flags] [-- suite/ginkgo flags]   the lab tier, reports/conformance.md
 //	conformance selftest  [flags]                           every negative control must make its spec FAIL
-//	conformance bench     [flags]                           wall times: lab VM boot, full conformance
+//	conformance bench     [flags]                           wall times: lab VM boot, full conformance; with --tier=cluster the cluster milestones and peak memory
 //	conformance soak      --runs=N [flags] [-- suite flags] N runs in a row: each spec's pass count and wall time
 //	conformance preflight                                   kernel options the lab needs, and which are missing
 //	conformance controls                                    list the negative controls

@@ -45,6 +45,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/multus"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/node"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/timeline"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/workload"
 )
 
@@ -65,7 +66,8 @@ type Cluster struct {
 	*multus.Multus
 	*workload.Workloads
 
-	failed bool // a spec failed: export kind's logs before deleting
+	failed   bool               // a spec failed: export kind's logs before deleting
+	timeline *timeline.Timeline // milestones, for make bench-cluster
 }
 
 var _ platform.Platform = (*Cluster)(nil)
@@ -81,11 +83,15 @@ func newCluster(cfg *config.Config) (*Cluster, error) {
 	if work == "" {
 		work = filepath.Join(".cache", "cluster")
 	}
-	c := &Cluster{cfg: cfg, timeouts: t, work: work, kube: &kube.Clients{}, nodes: &node.Set{PIDs: map[string]int{}}, cabling: cabling.New(cfg)}
+	c := &Cluster{cfg: cfg, timeouts: t, work: work, kube: &kube.Clients{}, nodes: &node.Set{PIDs: map[string]int{}}, cabling: cabling.New(cfg), timeline: timeline.New()}
 	c.Multus = multus.New(cfg, t, c.kube)
-	c.Workloads = workload.New(cfg, t, work, c.kube, c.nodes, c.cabling)
+	c.Workloads = workload.New(cfg, t, work, c.kube, c.nodes, c.cabling, c.timeline)
 	return c, nil
 }
+
+// TimelineFile is where Close writes the run's milestones (timeline.Mark),
+// in the report directory; `conformance bench --tier=cluster` reads it.
+const TimelineFile = "timeline.json"
 
 // New builds the platform: the plan's steps in order. On error, whatever was
 // made is removed (and kind's logs exported first).
@@ -163,7 +169,11 @@ func (c *Cluster) Dump(ctx context.Context, dir string) error {
 // made, or --keep-cluster. kind's logs go to the report dir first if a
 // spec failed.
 func (c *Cluster) Close(ctx context.Context) error {
+	c.timeline.Mark(timeline.Lane)
 	var errs []error
+	if err := os.MkdirAll(c.cfg.ReportDir, 0o755); err == nil {
+		errs = append(errs, c.timeline.WriteFile(filepath.Join(c.cfg.ReportDir, TimelineFile)))
+	}
 	if c.kube.Connected() {
 		errs = append(errs, c.Workloads.Close(ctx))
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/multus"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/node"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/plan"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/timeline"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/wait"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/workload"
 	kindconfig "github.com/cozystack/vlan-conformance/kind-config"
@@ -33,7 +34,7 @@ func setupStages(k *kube.Clients, timeouts map[string]time.Duration) []wait.Stag
 // plan lists the steps of building this run's platform, in order: each
 // part adds its own.
 func (c *Cluster) plan() (*plan.Plan, error) {
-	p := &plan.Plan{}
+	p := &plan.Plan{Timeline: c.timeline}
 	if c.cfg.ExistingCluster() {
 		c.planExisting(p)
 		return p, nil
@@ -65,7 +66,10 @@ func (c *Cluster) plan() (*plan.Plan, error) {
 // and takes its nodes and the vendor's gateway.
 func (c *Cluster) planExisting(p *plan.Plan) {
 	p.Add("cluster", "use the existing cluster of "+c.cfg.Kubeconfig+" (no kind; the suite creates only namespaces, NADs, Secrets and VMs, labelled "+kube.OwnedLabel+"=true)", nil,
-		func(context.Context) error { return c.kube.Connect(c.cfg.Kubeconfig) })
+		func(context.Context) error {
+			c.timeline.Mark(timeline.Cluster)
+			return c.kube.Connect(c.cfg.Kubeconfig)
+		})
 	for _, s := range setupStages(c.kube, c.timeouts) {
 		// Pod workloads need no KubeVirt: an existing cluster without it
 		// must not wait for it.
@@ -117,6 +121,7 @@ func (c *Cluster) planKind(p *plan.Plan, raw []byte, all []string) {
 			return err
 		}
 		c.kind = k
+		c.timeline.Mark(timeline.Cluster)
 		for _, n := range all {
 			pid, err := kind.PID(ctx, cl.Runtime, n)
 			if err != nil {

@@ -9,6 +9,7 @@ import (
 	"io"
 
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/timeline"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/wait"
 )
 
@@ -23,6 +24,8 @@ type Step struct {
 // Plan is the steps of building a run's platform, in order.
 type Plan struct {
 	Steps []Step
+	// Timeline, if set, gets a mark when each readiness stage is reached.
+	Timeline *timeline.Timeline
 }
 
 // Add appends a step and returns its index (for a step whose work is
@@ -32,9 +35,15 @@ func (p *Plan) Add(phase, action string, obj any, do func(context.Context) error
 	return len(p.Steps) - 1
 }
 
-// Wait appends a readiness stage.
+// Wait appends a readiness stage; reaching it is a milestone of the run.
 func (p *Plan) Wait(s wait.Stage) {
-	p.Add("wait", fmt.Sprintf("stage %s (timeout %s)", s.Name, s.Timeout), nil, s.Wait)
+	p.Add("wait", fmt.Sprintf("stage %s (timeout %s)", s.Name, s.Timeout), nil, func(ctx context.Context) error {
+		if err := s.Wait(ctx); err != nil {
+			return err
+		}
+		p.Timeline.Mark(s.Name)
+		return nil
+	})
 }
 
 // Run does the steps in order and stops at the first that fails, naming it.

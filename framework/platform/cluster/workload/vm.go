@@ -19,6 +19,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/console"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/node"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/timeline"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/wait"
 )
 
@@ -47,6 +48,7 @@ func (w *Workloads) startVM(ctx context.Context, spec platform.VMSpec) (platform
 	if err := wait.All(ctx, VMStages(w.kube, w.timeouts, spec.Namespace, name, spec.Networks)); err != nil {
 		return nil, err
 	}
+	w.timeline.Mark(timeline.VMI)
 	g := &vmGuest{spec: spec, vmName: name}
 	if err := w.readStatus(ctx, g); err != nil {
 		return nil, err
@@ -66,6 +68,7 @@ func (w *Workloads) startVM(ctx context.Context, spec platform.VMSpec) (platform
 	if err := g.con.Login(ctx, w.img.User, w.img.Password, w.timeouts["vmi"]); err != nil {
 		return nil, fmt.Errorf("guest %s: %w (serial log %s)", spec.Name, err, g.serialLog)
 	}
+	w.timeline.Mark(timeline.Login)
 	if _, code, err := g.con.Run(ctx, "cloud-init status --wait >/dev/null", w.timeouts["vmi"]); err != nil || code != 0 {
 		return nil, fmt.Errorf("guest %s: cloud-init did not finish cleanly (exit %d): %v", spec.Name, code, err)
 	}

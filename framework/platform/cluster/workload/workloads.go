@@ -25,6 +25,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/node"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/timeline"
 )
 
 // Workloads are the VMs or pods of a run, and the objects it made for them.
@@ -37,6 +38,7 @@ type Workloads struct {
 	nodes    *node.Set
 	trunk    platform.AccessTrunk // an untagged trunk changes the NADs' master
 	owner    kube.Owner
+	timeline *timeline.Timeline // the first VMI Ready, the first login
 
 	mu     sync.Mutex
 	guests map[string]*vmGuest
@@ -47,9 +49,9 @@ var _ platform.KubeVMs = (*Workloads)(nil)
 
 // New makes the run's workloads; k, nodes and trunk are the parts they
 // share with the rest of the platform, filled in as the plan runs.
-func New(cfg *config.Config, timeouts map[string]time.Duration, work string, k *kube.Clients, nodes *node.Set, trunk platform.AccessTrunk) *Workloads {
+func New(cfg *config.Config, timeouts map[string]time.Duration, work string, k *kube.Clients, nodes *node.Set, trunk platform.AccessTrunk, tl *timeline.Timeline) *Workloads {
 	return &Workloads{
-		cfg: cfg, timeouts: timeouts, work: work, kube: k, nodes: nodes, trunk: trunk,
+		cfg: cfg, timeouts: timeouts, work: work, kube: k, nodes: nodes, trunk: trunk, timeline: tl,
 		img:    cfg.Cluster.Guest,
 		guests: map[string]*vmGuest{}, pods: map[string]*podGuest{},
 	}
