@@ -61,8 +61,8 @@ func (d *driver) benchCluster(ctx context.Context) int {
 		if !okA || !okB {
 			return fmt.Sprintf("goal ≤ %s after %s: not measured", goal, from)
 		}
-		d := time.Duration((b - a) * float64(time.Second))
-		return fmt.Sprintf("%.0f s after %s; goal ≤ %s: %s", d.Seconds(), from, goal, met(d <= goal))
+		gap := time.Duration((b - a) * float64(time.Second))
+		return fmt.Sprintf("%.0f s after %s; goal ≤ %s: %s", gap.Seconds(), from, goal, met(gap <= goal))
 	}
 	rows := [][3]string{
 		{"kind cluster created (or found)", at(timeline.Cluster), ""},
