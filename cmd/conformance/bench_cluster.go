@@ -69,6 +69,7 @@ func (d *driver) benchCluster(ctx context.Context) int {
 		{"nodes Ready", at(timeline.Nodes), ""},
 		{"Multus rolled out", at(timeline.Multus), ""},
 		{"KubeVirt Available", at(timeline.KubeVirt), after(timeline.Nodes, timeline.KubeVirt, goalKubeVirt)},
+		{"virt-api's APIService Available (serial consoles reachable)", at(timeline.KubeVirtAPI), ""},
 		{"first VMI Ready", at(timeline.VMI), ""},
 		{"first guest logged in (serial console)", at(timeline.Login), after(timeline.KubeVirt, timeline.Login, goalLogin)},
 		{"specs done", at(timeline.Lane), ""},

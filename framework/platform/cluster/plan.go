@@ -28,6 +28,7 @@ func setupStages(k *kube.Clients, timeouts map[string]time.Duration) []wait.Stag
 		node.ReadyStage(k, timeouts["nodes"]),
 		multus.RolledOutStage(k, timeouts["multus"]),
 		kubevirt.AvailableStage(k, timeouts["kubevirt"]),
+		kubevirt.SubresourcesStage(k, timeouts["kubevirt"]),
 	}
 }
 
@@ -73,7 +74,7 @@ func (c *Cluster) planExisting(p *plan.Plan) {
 	for _, s := range setupStages(c.kube, c.timeouts) {
 		// Pod workloads need no KubeVirt: an existing cluster without it
 		// must not wait for it.
-		if s.Name == "kubevirt" && c.cfg.Cluster.Workload == "pod" {
+		if strings.HasPrefix(s.Name, "kubevirt") && c.cfg.Cluster.Workload == "pod" {
 			continue
 		}
 		p.Wait(s)

@@ -59,6 +59,7 @@ func availableKubeVirt() *kubevirtv1.KubeVirt {
 
 func fakes(objs []runtime.Object, kv []runtime.Object, nads []runtime.Object) *kube.Clients {
 	c := &kube.Clients{Kube: kubefake.NewSimpleClientset(objs...), KubeVirt: kvfake.NewSimpleClientset(kv...), NAD: nadfake.NewSimpleClientset()}
+	c.Raw = apiService(`{"status":{"conditions":[{"type":"Available","status":"True","reason":"Passed"}]}}`)
 	// Through the typed client: the NAD fake's tracker would file seeded
 	// objects under a resource name its own client does not ask for.
 	for _, o := range nads {
@@ -83,10 +84,10 @@ func TestStagesOrderAndTimeouts(t *testing.T) {
 	c := fakes(nil, nil, nil)
 	setup, perVM := setupStages(c, timeouts), workload.VMStages(c, timeouts, "tenant-example", "vm-instance-vm-a", []string{"vlan100"})
 	got := strings.Join(append(stageNames(setup), stageNames(perVM)...), ",")
-	if got != "nodes,multus,kubevirt,nad,vmi" {
+	if got != "nodes,multus,kubevirt,kubevirt-api,nad,vmi" {
 		t.Fatalf("stage order: %s", got)
 	}
-	want := map[string]time.Duration{"nodes": 5 * time.Minute, "multus": 5 * time.Minute, "kubevirt": 15 * time.Minute, "nad": time.Minute, "vmi": 10 * time.Minute}
+	want := map[string]time.Duration{"nodes": 5 * time.Minute, "multus": 5 * time.Minute, "kubevirt": 15 * time.Minute, "kubevirt-api": 15 * time.Minute, "nad": time.Minute, "vmi": 10 * time.Minute}
 	for _, s := range append(setup, perVM...) {
 		if s.Timeout != want[s.Name] {
 			t.Errorf("stage %s: timeout %s, want %s", s.Name, s.Timeout, want[s.Name])
@@ -120,6 +121,9 @@ func TestEachStageFailsUnderItsOwnName(t *testing.T) {
 	pending := availableKubeVirt()
 	pending.Status.Conditions[0].Status = corev1.ConditionFalse
 	pending.Status.Conditions[0].Reason = "DeploymentInProgress"
+	// The KubeVirt CR Available, its aggregated API not (the cold CI run).
+	unreachableAPI := fakes([]runtime.Object{readyNode("vcf-worker"), rolledOutMultus()}, []runtime.Object{availableKubeVirt()}, nil)
+	unreachableAPI.Raw = apiService(`{"status":{"conditions":[{"type":"Available","status":"False","reason":"FailedDiscoveryCheck","message":"bad status from https://10.96.10.43:443/apis/subresources.kubevirt.io/v1: 404"}]}}`)
 	for _, tc := range []struct {
 		name      string
 		c         *kube.Clients
@@ -130,6 +134,7 @@ func TestEachStageFailsUnderItsOwnName(t *testing.T) {
 		{"a node NotReady", fakes([]runtime.Object{readyNode("vcf-worker"), notReady}, nil, nil), "nodes", short["nodes"], "not Ready: vcf-worker2"},
 		{"no Multus", fakes([]runtime.Object{readyNode("vcf-worker")}, nil, nil), "multus", short["multus"], "no Multus DaemonSet found"},
 		{"KubeVirt deploying", fakes([]runtime.Object{readyNode("vcf-worker"), rolledOutMultus()}, []runtime.Object{pending}, nil), "kubevirt", short["kubevirt"], "DeploymentInProgress"},
+		{"virt-api unreachable from the API server", unreachableAPI, "kubevirt-api", short["kubevirt"], "FailedDiscoveryCheck"},
 	} {
 		err := wait.All(context.Background(), setupStages(tc.c, short))
 		var se *wait.StageError
@@ -185,4 +190,9 @@ func TestVMStages(t *testing.T) {
 			t.Fatal("a terminal event must end the wait at once, not after the stage's timeout")
 		}
 	})
+}
+
+// apiService answers every raw GET with one APIService body.
+func apiService(body string) func(context.Context, string) ([]byte, error) {
+	return func(context.Context, string) ([]byte, error) { return []byte(body), nil }
 }

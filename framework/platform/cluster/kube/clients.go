@@ -4,6 +4,7 @@
 package kube
 
 import (
+	"context"
 	"fmt"
 
 	nadclient "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/client/clientset/versioned"
@@ -23,6 +24,9 @@ type Clients struct {
 	KubeVirt   kubevirt.Interface
 	NAD        nadclient.Interface
 	Apply      *Applier
+	// Raw GETs an API path (objects no typed client here covers, such as
+	// an APIService); unit tests give it canned bodies.
+	Raw func(ctx context.Context, path string) ([]byte, error)
 }
 
 // Connect fills the clients from a kubeconfig.
@@ -42,6 +46,9 @@ func (c *Clients) Connect(kubeconfig string) error {
 	}
 	if c.NAD, err = nadclient.NewForConfig(rc); err != nil {
 		return err
+	}
+	c.Raw = func(ctx context.Context, path string) ([]byte, error) {
+		return c.Kube.Discovery().RESTClient().Get().AbsPath(path).DoRaw(ctx)
 	}
 	c.Apply, err = newApplier(rc)
 	return err

@@ -5,6 +5,7 @@ package kubevirt
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"time"
@@ -88,6 +89,7 @@ func Plan(p *plan.Plan, cl *config.ClusterConfig, k *kube.Clients, timeout time.
 		return k.Apply.ApplyTyped(ctx, cr)
 	})
 	p.Wait(AvailableStage(k, timeout))
+	p.Wait(SubresourcesStage(k, timeout))
 }
 
 // AvailableStage waits for the KubeVirt CR wherever it is (kubevirt
@@ -109,4 +111,45 @@ func AvailableStage(k *kube.Clients, timeout time.Duration) wait.Stage {
 		}
 		return false, fmt.Sprintf("phase %q, no Available condition yet", kv.Status.Phase), nil
 	}}
+}
+
+// SubresourceAPIService is virt-api's aggregated API: the serial console
+// the specs log in through is one of its subresources.
+const SubresourceAPIService = "v1.subresources.kubevirt.io"
+
+// SubresourcesStage waits for the API server to report virt-api's
+// aggregated API Available. The KubeVirt CR turns Available when its
+// deployments are ready, which is not the same: until the API server can
+// reach virt-api through its Service, every console request gets "503
+// service unavailable". Seen in a cold CI run here: the CR Available and the
+// APIService not, "bad status from https://<virt-api ClusterIP>/...: 404"
+// for six minutes; the stage names that in its error instead of each VM
+// failing at its console.
+func SubresourcesStage(k *kube.Clients, timeout time.Duration) wait.Stage {
+	return wait.Stage{Name: "kubevirt-api", What: "the APIService " + SubresourceAPIService + " Available (virt-api reachable from the API server)", Timeout: timeout, Check: func(ctx context.Context) (bool, string, error) {
+		raw, err := k.Raw(ctx, "/apis/apiregistration.k8s.io/v1/apiservices/"+SubresourceAPIService)
+		if err != nil {
+			return false, "reading the APIService: " + err.Error(), nil
+		}
+		return apiServiceAvailable(raw)
+	}}
+}
+
+// apiServiceAvailable reads an APIService's Available condition (the
+// aggregator's types are not worth a module for one field).
+func apiServiceAvailable(raw []byte) (bool, string, error) {
+	var as struct {
+		Status struct {
+			Conditions []struct{ Type, Status, Reason, Message string }
+		}
+	}
+	if err := json.Unmarshal(raw, &as); err != nil {
+		return false, "", fmt.Errorf("APIService %s: %w", SubresourceAPIService, err)
+	}
+	for _, c := range as.Status.Conditions {
+		if c.Type == "Available" {
+			return c.Status == "True", fmt.Sprintf("Available=%s (%s: %s)", c.Status, c.Reason, c.Message), nil
+		}
+	}
+	return false, "no Available condition yet", nil
 }

@@ -3,7 +3,7 @@
 // bench-cluster`. People read the figures against the goals; no spec
 // asserts a time.
 //
-//	0 s -> cluster -> nodes -> multus -> kubevirt -> vmi -> login ... lane
+//	0 s -> cluster -> nodes -> multus -> kubevirt -> kubevirt-api -> vmi -> login ... lane
 package timeline
 
 import (
@@ -19,9 +19,11 @@ const (
 	Nodes    = "nodes"    // readiness stage: every node Ready
 	Multus   = "multus"   // readiness stage: the Multus DaemonSet rolled out
 	KubeVirt = "kubevirt" // readiness stage: the KubeVirt CR Available
-	VMI      = "vmi"      // the first VMI Ready
-	Login    = "login"    // the first guest logged in on its serial console
-	Lane     = "lane"     // the specs are done; the platform is being removed
+	// readiness stage: virt-api's aggregated API Available (the consoles)
+	KubeVirtAPI = "kubevirt-api"
+	VMI         = "vmi"   // the first VMI Ready
+	Login       = "login" // the first guest logged in on its serial console
+	Lane        = "lane"  // the specs are done; the platform is being removed
 )
 
 // Mark is a milestone and when it was first reached.
