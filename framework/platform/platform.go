@@ -79,6 +79,17 @@ type Gateway interface {
 	StartPing(ctx context.Context, dst netip.Addr, interval time.Duration) (PingStream, error)
 }
 
+// Own returns the guest a platform made, when g wraps it (a spec's
+// framework value embeds the platform's guest and adds its address): the
+// platform's own methods type-assert their guests, and a wrapper must not
+// read as a different kind of workload.
+func Own(g Guest) Guest {
+	if w, ok := g.(interface{ Unwrap() Guest }); ok {
+		return Own(w.Unwrap())
+	}
+	return g
+}
+
 // Guest is a running VM as seen from inside (its console in a cluster).
 type Guest interface {
 	Name() string

@@ -113,6 +113,9 @@ func (f *Framework) StartVM(ctx context.Context, spec platform.VMSpec) (*VM, err
 	return v, nil
 }
 
+// Unwrap is the platform's own guest (platform.Own).
+func (v *VM) Unwrap() platform.Guest { return v.Guest }
+
 // Recreate deletes the VM and creates it again from the same spec, as a
 // user deleting and re-applying the VM object does.
 func (v *VM) Recreate(ctx context.Context) error {

@@ -177,7 +177,10 @@ func (l *Lab) StartVM(ctx context.Context, spec platform.VMSpec) (platform.Guest
 }
 
 func (l *Lab) DeleteVM(ctx context.Context, pg platform.Guest) error {
-	g := pg.(*guest)
+	g, ok := platform.Own(pg).(*guest)
+	if !ok {
+		return fmt.Errorf("deleting %s: not a lab guest (%T)", pg.Name(), pg)
+	}
 	l.mu.Lock()
 	delete(l.guests, tenantName(g.spec))
 	l.mu.Unlock()

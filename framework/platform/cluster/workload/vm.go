@@ -159,7 +159,7 @@ func (w *Workloads) vmStatus(ctx context.Context, spec platform.VMSpec, vmName s
 }
 
 func (w *Workloads) VMStatus(ctx context.Context, pg platform.Guest) (platform.VMStatus, error) {
-	g, ok := pg.(*vmGuest)
+	g, ok := platform.Own(pg).(*vmGuest)
 	if !ok {
 		return platform.VMStatus{}, fmt.Errorf("VMI status of %s: %w (a pod workload)", pg.Name(), evidence.ErrNotObservable)
 	}

@@ -103,10 +103,14 @@ func (w *Workloads) StartVMNoWait(ctx context.Context, spec platform.VMSpec) err
 // DeleteVM deletes the workload and waits until it is gone (its attachment
 // released).
 func (w *Workloads) DeleteVM(ctx context.Context, pg platform.Guest) error {
+	pg = platform.Own(pg)
 	if pg, ok := pg.(*podGuest); ok {
 		return w.deletePod(ctx, pg.spec.Namespace, pg.spec.Name)
 	}
-	g := pg.(*vmGuest)
+	g, ok := pg.(*vmGuest)
+	if !ok {
+		return fmt.Errorf("deleting %s: not a cluster workload (%T)", pg.Name(), pg)
+	}
 	w.mu.Lock()
 	delete(w.guests, g.spec.Namespace+"/"+g.spec.Name)
 	w.mu.Unlock()
