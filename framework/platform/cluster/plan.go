@@ -20,6 +20,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/wait"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/workload"
 	kindconfig "github.com/cozystack/vlan-conformance/kind-config"
+	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 )
 
 // setupStages are the stages of building the platform, in order.
@@ -51,7 +52,7 @@ func (c *Cluster) plan() (*plan.Plan, error) {
 	}
 	cps, workers := kind.NodeNames(cl.KindName, kc)
 	all := append(append([]string{}, cps...), workers...)
-	c.planKind(p, raw, all)
+	c.planKind(p, raw, kc, all)
 	p.Wait(node.ReadyStage(c.kube, c.timeouts["nodes"]))
 	c.cabling.Plan(p, cps, workers, c.nodes, &c.gw)
 	c.Multus.Plan(p, all, c.nodes)
@@ -92,7 +93,7 @@ func (c *Cluster) planExisting(p *plan.Plan) {
 
 // planKind makes (or finds) the kind cluster, loads the image archives and,
 // with --pod-network=ptp, gives its nodes a pod network.
-func (c *Cluster) planKind(p *plan.Plan, raw []byte, all []string) {
+func (c *Cluster) planKind(p *plan.Plan, raw []byte, kc *v1alpha4.Cluster, all []string) {
 	cl := &c.cfg.Cluster
 	image := cl.KindNodeImage
 	if image == "" {
@@ -132,6 +133,9 @@ func (c *Cluster) planKind(p *plan.Plan, raw []byte, all []string) {
 		}
 		return c.kube.Connect(kubeconfig)
 	})
+	svc := kind.ServiceSubnet(kc)
+	p.Add("node", "every node: reject traffic to the Service range "+svc+" that no Service rule diverted (iptables OUTPUT and FORWARD, after kube-proxy's DNAT), so that it never leaves the node", nil,
+		func(context.Context) error { return c.kind.RejectUndiverted(svc) })
 	for _, a := range cl.Archives() {
 		p.Add("cluster", "kind load image-archive "+a+" into every node", nil, func(context.Context) error { return c.kind.LoadArchive(a) })
 	}

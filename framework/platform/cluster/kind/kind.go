@@ -223,6 +223,48 @@ func (c *Cluster) LoadArchive(path string) error {
 	return nil
 }
 
+// DefaultServiceSubnet is kind's Service range when its config sets none.
+const DefaultServiceSubnet = "10.96.0.0/16"
+
+// ServiceSubnet is the cluster's Service range.
+func ServiceSubnet(c *v1alpha4.Cluster) string {
+	if c.Networking.ServiceSubnet != "" {
+		return c.Networking.ServiceSubnet
+	}
+	return DefaultServiceSubnet
+}
+
+// RejectUndiverted makes every node refuse traffic to the Service range that
+// no Service rule diverted: kube-proxy's DNAT runs in the nat table before
+// the filter table, so only such traffic still carries a ClusterIP there.
+// Without it that traffic follows the node's default route off the node,
+// and where a transparent egress proxy answers any address (this sandbox:
+// port 443 answers 404) a connection the API server opens in the moment
+// before kube-proxy syncs a new Service is answered and kept alive for
+// good. Seen here: virt-api's APIService unavailable for the whole run,
+// its conntrack entry un-NATed to the proxy.
+func (c *Cluster) RejectUndiverted(subnet string) error {
+	ns, err := c.Nodes()
+	if err != nil {
+		return err
+	}
+	for _, n := range ns {
+		for _, chain := range []string{"OUTPUT", "FORWARD"} {
+			for _, rule := range [][]string{
+				{"-p", "tcp", "-j", "REJECT", "--reject-with", "tcp-reset"},
+				{"-j", "REJECT"},
+			} {
+				args := append([]string{"-A", chain, "-d", subnet, "-m", "comment", "--comment", "vcf: Service traffic no Service rule diverted"}, rule...)
+				var out bytes.Buffer
+				if err := n.node.Command("iptables", args...).SetStdout(&out).SetStderr(&out).Run(); err != nil {
+					return fmt.Errorf("node %s: iptables %s: %w: %s", n.Name, strings.Join(args, " "), err, bytes.TrimSpace(out.Bytes()))
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // ExportLogs writes `kind export logs` into dir.
 func (c *Cluster) ExportLogs(dir string) error { return c.provider.CollectLogs(c.Name, dir) }
 
