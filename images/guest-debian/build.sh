@@ -17,6 +17,8 @@ t0=$(date +%s)
 cd "$(dirname "$0")/../.."
 # shellcheck source=images/env.sh
 source images/env.sh
+# shellcheck source=images/guest/root.sh
+source images/guest/root.sh
 
 cache=$OFFLINE_CACHE
 work=$cache/work/guest-debian
@@ -60,27 +62,16 @@ rootfs=$(nice -n 10 images/rootfs/rootfs.sh guest-debian "$DEBIAN_SUITE" "${pack
 want=$(printf '%s\n' "version=$GUEST_DEBIAN_VERSION" "kernel=$(cat "$kx.sum")" "user=$guest_user" \
 	"modules=${modules[*]}" "mask=${mask[*]}" "rootfs=$(stat -c '%s %Y' "$rootfs")" \
 	"imgtool=$(sha256sum <"$imgtool" 2>/dev/null | cut -d' ' -f1)" \
-	"script=$(cat images/guest-debian/build.sh images/guest-debian/cloud.cfg | sha256sum | cut -d' ' -f1)")
+	"script=$(cat images/guest-debian/build.sh images/guest/root.sh images/guest-debian/cloud.cfg | sha256sum | cut -d' ' -f1)")
 if [ -s "$out" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
 	echo "cached: guest image $ref ($out)" >&2
 	exit 0
 fi
 log "building $ref"
 
-# 1. The root, pruned of what a RAM-only guest never uses: package
-# management (apt, debconf, perl), docs, locales, charset modules. Python's
-# compiled bytecode stays: it is what makes cloud-init start faster.
+# 1. Stage the root, pruned of what a RAM-only guest never uses (root.sh).
 root=$work/root
-rm -rf "$root" && mkdir -p "$root"
-tar -xpf "$rootfs" -C "$root" --numeric-owner
-(cd "$root" && rm -rf var/cache/apt/* var/lib/apt/lists/* usr/share/doc/* usr/share/man/* usr/share/info/* \
-	usr/share/locale/* usr/share/zoneinfo/right usr/share/zoneinfo/posix \
-	usr/bin/apt* usr/lib/apt usr/lib/x86_64-linux-gnu/libapt-* etc/apt etc/cron.daily/apt-compat \
-	usr/bin/debconf* usr/share/debconf usr/bin/perl* usr/lib/x86_64-linux-gnu/perl-base \
-	usr/share/perl5 usr/lib/x86_64-linux-gnu/gconv var/lib/dpkg/info/*.md5sums)
-mkdir -p "$root"/{dev,proc,sys,run,tmp,etc/netplan} && chmod 1777 "$root/tmp"
-# The kernel opens /dev/console for init before devtmpfs is mounted.
-[ -e "$root/dev/console" ] || mknod -m 600 "$root/dev/console" c 5 1
+stage_root "$rootfs" "$root"
 
 # 2. Modules: the closure of the wanted ones, resolved by the root's own kmod.
 kt=$root/tmp/ktree

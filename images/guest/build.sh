@@ -23,6 +23,8 @@ t0=$(date +%s)
 cd "$(dirname "$0")/../.."
 # shellcheck source=images/env.sh
 source images/env.sh
+# shellcheck source=images/guest/root.sh
+source images/guest/root.sh
 export PATH=/usr/local/go/bin:$PATH
 
 cache=$OFFLINE_CACHE
@@ -68,7 +70,7 @@ want=$(printf '%s\n' "version=$GUEST_VERSION" "kernel=$kernel_sum" "user=$guest_
 	"modules=${modules[*]}" "rootfs=$(sha256sum <"$rootfs" | cut -d' ' -f1)" \
 	"guest=$(sha256sum <"$bindir/vcf-guest" | cut -d' ' -f1)" \
 	"imgtool=$(sha256sum <"$imgtool" 2>/dev/null | cut -d' ' -f1)" \
-	"script=$(cat images/guest/build.sh images/guest/kernel.sh images/guest/cloud.cfg | sha256sum | cut -d' ' -f1)")
+	"script=$(cat images/guest/build.sh images/guest/root.sh images/guest/kernel.sh images/guest/cloud.cfg | sha256sum | cut -d' ' -f1)")
 if [ -s "$out" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
 	echo "cached: guest image $ref ($out)" >&2
 	echo "==> guest: done in $(($(date +%s) - t0)) s" >&2
@@ -76,21 +78,10 @@ if [ -s "$out" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
 fi
 log "building guest image $ref (cold, ~1 min)"
 
-# 4. Stage the root: the rootfs, pruned of what a RAM-only guest never uses.
+# 4. Stage the root, pruned of what a RAM-only guest never uses (root.sh).
 root=$work/root
-rm -rf "$root" && mkdir -p "$root"
-tar -xpf "$rootfs" -C "$root" --numeric-owner
-# Package management (apt, debconf, the perl its maintainer scripts need) and
-# iconv's charset modules: ~25 MB the kernel would unpack at every boot for
-# nothing (dpkg stays, with its status, to show what the image holds).
-(cd "$root" && rm -rf var/cache/apt/* var/lib/apt/lists/* usr/share/doc/* usr/share/man/* usr/share/info/* \
-	usr/share/locale/* usr/share/zoneinfo/right usr/share/zoneinfo/posix \
-	usr/bin/apt* usr/lib/apt usr/lib/x86_64-linux-gnu/libapt-* etc/apt etc/cron.daily/apt-compat \
-	usr/bin/debconf* usr/share/debconf var/cache/debconf usr/bin/perl* usr/lib/x86_64-linux-gnu/perl-base \
-	usr/share/perl5 usr/lib/x86_64-linux-gnu/gconv var/lib/dpkg/info/*.md5sums)
-mkdir -p "$root"/{dev,proc,sys,run,tmp,etc/netplan,etc/cloud,var/lib/cloud} && chmod 1777 "$root/tmp"
-# The kernel opens /dev/console for init before devtmpfs is mounted.
-[ -e "$root/dev/console" ] || mknod -m 600 "$root/dev/console" c 5 1
+stage_root "$rootfs" "$root"
+mkdir -p "$root"/{etc/cloud,var/lib/cloud}
 
 # 5. Modules: the closure of the wanted ones, resolved by the rootfs's own
 # kmod against the kernel package's tree (hard-linked in, not copied).

@@ -90,9 +90,7 @@ func Specs(r *run.Run) {
 		// "The upstream gateway then holds a stale ARP entry for the old MAC ... so "gateway unreachable"
 		// immediately after re-creating a VM is expected ... rather than treating it as a fault."
 		It("[ARP-02] leaves the gateway holding the old MAC right after re-creation, so gateway-to-guest fails as expected", labels.Claim("ARP-02"), func(ctx SpecContext) {
-			v, err := startVM(ctx, f, "vm-arp02", p.BridgeNodes()[0], "")
-			Expect(err).NotTo(HaveOccurred())
-			_, err = warmGateway(ctx, gw, v)
+			v, err := startWarmed(ctx, f, gw, "vm-arp02", p.BridgeNodes()[0], "")
 			skip.IfNotObservable(err)
 			Expect(err).NotTo(HaveOccurred())
 
@@ -208,9 +206,7 @@ func Specs(r *run.Run) {
 
 		// Environment (measured): "0.3 s after a gratuitous ARP from the new guest (accepted even with arp_accept=0)."
 		It("[ARP-04] ends the outage at once when the new guest sends a gratuitous ARP", labels.Claim("ARP-04"), func(ctx SpecContext) {
-			v, err := startVM(ctx, f, "vm-arp04", p.BridgeNodes()[0], "")
-			Expect(err).NotTo(HaveOccurred())
-			_, err = warmGateway(ctx, gw, v)
+			v, err := startWarmed(ctx, f, gw, "vm-arp04", p.BridgeNodes()[0], "")
 			skip.IfNotObservable(err)
 			Expect(err).NotTo(HaveOccurred())
 			rc, err := v.recreate(ctx)
@@ -258,9 +254,7 @@ func Specs(r *run.Run) {
 		// Seed 003: KubeMacPool "injects a guaranteed-unique static MAC address into the manifest";
 		// "If a VM loses its MAC address after a live migration or restart, external DHCP reservations and ARP tables break."
 		It("[ARP-05] keeps a pinned MAC across re-creation, with no outage beyond the re-creation itself", labels.Claim("ARP-05"), func(ctx SpecContext) {
-			v, err := startVM(ctx, f, "vm-arp05", p.BridgeNodes()[0], pinnedMAC)
-			Expect(err).NotTo(HaveOccurred())
-			_, err = warmGateway(ctx, gw, v)
+			v, err := startWarmed(ctx, f, gw, "vm-arp05", p.BridgeNodes()[0], pinnedMAC)
 			skip.IfNotObservable(err)
 			Expect(err).NotTo(HaveOccurred())
 			stream, err := gw.StartPing(ctx, v.addr, streamEvery)

@@ -32,6 +32,20 @@ func startVM(ctx context.Context, f *framework.Framework, name string, node plat
 	return &vm{VM: v, addr: v.Addr.Addr()}, nil
 }
 
+// startWarmed starts a VM (startVM) and has the gateway resolve it
+// (warmGateway): the start of every spec that re-creates a VM the gateway
+// already knows. A gateway that cannot ping gives evidence.ErrNotObservable.
+func startWarmed(ctx context.Context, f *framework.Framework, gw platform.Gateway, name string, node platform.Node, mac string) (*vm, error) {
+	v, err := startVM(ctx, f, name, node, mac)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := warmGateway(ctx, gw, v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
 // recreation is one delete-and-create of a VM, timed.
 type recreation struct {
 	start, ready   time.Time // before the delete; once the new guest is up

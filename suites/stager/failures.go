@@ -60,20 +60,11 @@ func failureSpecs(r *run.Run) {
 		for _, want := range faultCases {
 			title := describeFaults(want.faults)
 			Context("with "+title, Ordered, ContinueOnFailure, func() {
-				var (
-					lab *stager.Lab
-					res stager.Result
-				)
-
-				BeforeAll(func(ctx SpecContext) {
-					generic, err := layout("generic")
-					Expect(err).NotTo(HaveOccurred())
-					lab, res, err = stageOnce(ctx, r, stager.Scenario{Name: want.name, Layout: generic, Faults: want.faults}, "STG-05", "Staging with "+title)
-					Expect(err).NotTo(HaveOccurred())
-				})
+				s := stageInBeforeAll(r, "generic", stager.Scenario{Name: want.name, Faults: want.faults}, "STG-05", "Staging with "+title)
 
 				// "A plugin it fails to write is reported and skipped rather than removed, so whatever was there stays"
 				It("[STG-05] skips what it cannot write: an older copy stays, nothing appears where there was none, the rest is installed", labels.Claim("STG-05"), func() {
+					lab, res := s.lab, s.res
 					failed := notInstalled(lab, res)
 					if want.failing != nil {
 						Expect(failed).To(Equal(want.failing), "the plugins not installed must be exactly those the fault hits\n%s", describeRun(res))
@@ -95,6 +86,7 @@ func failureSpecs(r *run.Run) {
 
 				// "The reason for each is earlier in the same log, printed as that plugin was attempted [...] The container reports these and exits successfully on purpose"
 				It("[STG-06] logs each cause as it is attempted, then a summary `failed to install:` naming every failed plugin, and exits 0", labels.Claim("STG-06"), func() {
+					lab, res := s.lab, s.res
 					failed := notInstalled(lab, res)
 					Expect(res.ExitCode).To(Equal(0), "the pod must show Ready\n%s", describeRun(res))
 					line, at, ok := summary(res)
@@ -125,15 +117,13 @@ func failureSpecs(r *run.Run) {
 
 				// CLAIMS.md STG-06, evidence: "stderr lines, exit code, termination message"
 				It("[STG-06] leaves the summary as the container's termination message", labels.Claim("STG-06"), func() {
+					lab, res := s.lab, s.res
 					failed := notInstalled(lab, res)
 					Expect(res.TerminationMessage).To(ContainSubstring(summaryPrefix), "the termination message the kubelet reports (terminationMessagePath %s)", lab.Subject.TerminationMessagePath())
 					Expect(names(res.TerminationMessage)).To(ConsistOf(failed), "termination message: %q", res.TerminationMessage)
 				})
 
-				// "No temporary file is left in /opt/cni/bin after a run, failed or not" (CLAIMS.md)
-				It("[STG-08] leaves no temporary file behind", labels.Claim("STG-08"), func() {
-					Expect(leftovers(lab, res)).To(BeEmpty(), "\n%s", describeRun(res))
-				})
+				itLeavesNoTemporaryFile(s)
 			})
 		}
 	})

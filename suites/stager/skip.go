@@ -12,31 +12,18 @@ import (
 // container, the image carries no /cni-plugins. The node is the generic one.
 func noPluginsDirSpecs(r *run.Run) {
 	Describe("Staging from an image without /cni-plugins", labels.Stager, Ordered, ContinueOnFailure, func() {
-		var (
-			lab *stager.Lab
-			res stager.Result
-		)
-
-		BeforeAll(func(ctx SpecContext) {
-			generic, err := layout("generic")
-			Expect(err).NotTo(HaveOccurred())
-			lab, res, err = stageOnce(ctx, r, stager.Scenario{Name: "no-cni-plugins", Layout: generic, Image: stager.ImageWithoutPluginsDir}, "STG-07", "Staging from an image without /cni-plugins")
-			Expect(err).NotTo(HaveOccurred())
-		})
+		s := stageInBeforeAll(r, "generic", stager.Scenario{Name: "no-cni-plugins", Image: stager.ImageWithoutPluginsDir}, "STG-07", "Staging from an image without /cni-plugins")
 
 		// "The line no /cni-plugins in this image; skipping staging means the running multus image predates the plugin staging and installed nothing"
 		It("[STG-07] logs `no /cni-plugins in this image; skipping staging`, changes nothing and exits 0", labels.Claim("STG-07"), func() {
-			Expect(res.LogLines()).To(ContainElement(skipLine), "the exact skip line\n%s", res.Log)
-			Expect(res.ExitCode).To(Equal(0))
-			for _, c := range res.Changes {
-				Expect(c.Verdict).To(Equal(stager.Untouched), "%s must not change\n%s", c.Name, describeRun(res))
+			Expect(s.res.LogLines()).To(ContainElement(skipLine), "the exact skip line\n%s", s.res.Log)
+			Expect(s.res.ExitCode).To(Equal(0))
+			for _, c := range s.res.Changes {
+				Expect(c.Verdict).To(Equal(stager.Untouched), "%s must not change\n%s", c.Name, describeRun(s.res))
 			}
 		})
 
-		// "No temporary file is left in /opt/cni/bin after a run, failed or not" (CLAIMS.md)
-		It("[STG-08] leaves no temporary file behind", labels.Claim("STG-08"), func() {
-			Expect(leftovers(lab, res)).To(BeEmpty())
-		})
+		itLeavesNoTemporaryFile(s)
 	})
 }
 
@@ -46,28 +33,15 @@ func noPluginsDirSpecs(r *run.Run) {
 // the guide neither asks for a failure report nor forbids one.
 func emptyPluginsDirSpecs(r *run.Run) {
 	Describe("Staging from an image whose /cni-plugins is empty", labels.Stager, Ordered, ContinueOnFailure, func() {
-		var (
-			lab *stager.Lab
-			res stager.Result
-		)
-
-		BeforeAll(func(ctx SpecContext) {
-			generic, err := layout("generic")
-			Expect(err).NotTo(HaveOccurred())
-			lab, res, err = stageOnce(ctx, r, stager.Scenario{Name: "empty-cni-plugins", Layout: generic, Image: stager.ImageWithEmptyPluginsDir}, "STG-02", "Staging from an empty /cni-plugins")
-			Expect(err).NotTo(HaveOccurred())
-		})
+		s := stageInBeforeAll(r, "generic", stager.Scenario{Name: "empty-cni-plugins", Image: stager.ImageWithEmptyPluginsDir}, "STG-02", "Staging from an empty /cni-plugins")
 
 		// CLAIMS.md STG-02: "It never writes [...] any file that is not an image plugin": with none offered, it writes nothing.
 		It("[STG-02] writes nothing to the node when the image offers no plugin", labels.Claim("STG-02"), func() {
-			for _, c := range res.Changes {
-				Expect(c.Verdict).To(Or(Equal(stager.Untouched), Equal(stager.Absent)), "%s: the script wrote it, and the image offered nothing\n%s", c.Name, describeRun(res))
+			for _, c := range s.res.Changes {
+				Expect(c.Verdict).To(Or(Equal(stager.Untouched), Equal(stager.Absent)), "%s: the script wrote it, and the image offered nothing\n%s", c.Name, describeRun(s.res))
 			}
 		})
 
-		// "No temporary file is left in /opt/cni/bin after a run, failed or not" (CLAIMS.md)
-		It("[STG-08] leaves no temporary file behind", labels.Claim("STG-08"), func() {
-			Expect(leftovers(lab, res)).To(BeEmpty(), "\n%s", describeRun(res))
-		})
+		itLeavesNoTemporaryFile(s)
 	})
 }

@@ -18,10 +18,12 @@ import (
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 
 	stagerfixtures "github.com/cozystack/vlan-conformance/fixtures/stager"
 	"github.com/cozystack/vlan-conformance/framework/run"
 	"github.com/cozystack/vlan-conformance/framework/stager"
+	"github.com/cozystack/vlan-conformance/suites/labels"
 )
 
 // The guide's log lines.
@@ -91,6 +93,35 @@ func stageOnce(ctx context.Context, r *run.Run, sc stager.Scenario, claim, title
 		return lab, res, fmt.Errorf("the run could not be made: %w\n%s", err, res.Log)
 	}
 	return lab, res, writeArtifact(r, claim, sc.Name, title, lab, res)
+}
+
+// stagedRun is the one staging run an Ordered container's specs share:
+// made by its BeforeAll (stageInBeforeAll), read by the specs after it.
+type stagedRun struct {
+	lab *stager.Lab
+	res stager.Result
+}
+
+// stageInBeforeAll registers the container's BeforeAll: sc staged once onto
+// the node layout named node, its artifact filed under claim and title.
+func stageInBeforeAll(r *run.Run, node string, sc stager.Scenario, claim, title string) *stagedRun {
+	s := &stagedRun{}
+	BeforeAll(func(ctx SpecContext) {
+		l, err := layout(node)
+		Expect(err).NotTo(HaveOccurred())
+		sc.Layout = l
+		s.lab, s.res, err = stageOnce(ctx, r, sc, claim, title)
+		Expect(err).NotTo(HaveOccurred())
+	})
+	return s
+}
+
+// itLeavesNoTemporaryFile registers STG-08 for the container's run.
+func itLeavesNoTemporaryFile(s *stagedRun) {
+	// "No temporary file is left in /opt/cni/bin after a run, failed or not" (CLAIMS.md)
+	It("[STG-08] leaves no temporary file behind", labels.Claim("STG-08"), func() {
+		Expect(leftovers(s.lab, s.res)).To(BeEmpty(), "\n%s", describeRun(s.res))
+	})
 }
 
 // layout returns a node layout from fixtures/stager/layouts.
