@@ -131,7 +131,7 @@ clean:
 # kind + Multus + KubeVirt; needs Docker (or --container-runtime) and a
 # registry, or --manifests-dir/--images-archive and a local node image for an
 # air-gapped run. KIND_ARGS/ARGS pass more flags (see `bin/conformance run -h`).
-.PHONY: cluster-dry-run cluster-cabling kind-up kind-down e2e-kind e2e-existing bench-cluster
+.PHONY: cluster-dry-run cluster-cabling kind-up kind-down e2e-kind e2e-existing bench-cluster selftest-cluster
 
 # The guide's example as --dry-run prints it must match the committed golden
 # file (the unit tests check the library's output; this, the driver's).
@@ -183,6 +183,13 @@ e2e-kind: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
 # beside the report. Goals are printed, never asserted.
 bench-cluster: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
 	$(DRIVER) bench --tier=cluster $(KIND_ARGS) $(ARGS)
+
+# The negative controls of the cluster-only claims (VLAN-11, STG-09): each
+# a cluster run of its own, on a fresh cluster, whose claim's spec must FAIL
+# with the declared message: `make selftest-cluster OFFLINE=1` (pod
+# workloads by default). reports/cluster-selftest/selftest.md.
+selftest-cluster: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
+	$(DRIVER) selftest --tier=cluster $(KIND_ARGS) --report-dir=reports/cluster-selftest $(ARGS)
 
 .PHONY: offline-images docker-engine offline-lane
 # Every image of the offline lane from the Go module proxy and Debian

@@ -59,7 +59,7 @@ func mainCode() int {
 	switch d.sub {
 	case "controls":
 		for _, c := range config.Controls() {
-			fmt.Printf("%-34s %-8s %s\n", c.ID, c.Claim, c.Description)
+			fmt.Printf("%-38s %-8s %-7s %s\n", c.ID, c.Claim, c.TierName(), c.Description)
 		}
 		return 0
 	case "run", "selftest", "bench", "soak", "preflight", "kind-up", "kind-down":

@@ -13,8 +13,9 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/report"
 )
 
-// selftest runs each negative control's claim against its broken subject
-// and requires the claim's spec to FAIL. All controls share one lab VM boot.
+// selftest runs each negative control of the run's tier against its broken
+// subject and requires the claim's spec to FAIL. All lab controls share one
+// lab VM boot; each cluster control is a cluster run of its own.
 func (d *driver) selftest(ctx context.Context) int {
 	if d.part != "all" {
 		return d.selftestPart(ctx, d.part)
@@ -53,7 +54,7 @@ func (d *driver) selftest(ctx context.Context) int {
 		return 1
 	}
 	fmt.Printf("selftest: %d/%d controls caught (their claim's It failed with the declared message); %s\n", caught, len(outcomes), filepath.Join(d.cfg.ReportDir, "selftest.md"))
-	if caught != len(outcomes) || len(outcomes) != len(config.Controls()) {
+	if caught != len(outcomes) || len(outcomes) != len(config.ControlsOn(d.cfg.Tier)) {
 		return 1
 	}
 	return 0
@@ -74,7 +75,7 @@ func inPart(c config.Control, part string) bool {
 func (d *driver) selftestPart(ctx context.Context, part string) int {
 	dir := filepath.Join(d.cfg.ReportDir, "selftest")
 	var outcomes []report.ControlOutcome
-	for _, c := range config.Controls() {
+	for _, c := range config.ControlsOn(d.cfg.Tier) {
 		if !inPart(c, part) {
 			continue
 		}

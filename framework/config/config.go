@@ -161,10 +161,10 @@ func (c *Config) Validate() error {
 	if c.Control != "" && !knownControl(c.Control) {
 		add("--control %q: unknown (known: %s)", c.Control, strings.Join(ControlIDs(), ", "))
 	}
-	if c.Control != "" && knownControl(c.Control) && c.Tier == "cluster" && !controls[c.Control].Cluster {
-		// Applied to a cluster, a lab-only control would change nothing:
-		// its specs would pass and the control look uncaught.
-		add("--control %q: exists in the lab only, not in the cluster lane (--tier=cluster)", c.Control)
+	if ctl, ok := controls[c.Control]; ok && !ctl.OnTier(c.Tier) {
+		// Applied to the other tier, a control would change nothing: its
+		// specs would pass and the control look uncaught.
+		add("--control %q: its broken subject is built on the %s tier, not --tier=%s", c.Control, ctl.TierName(), c.Tier)
 	}
 	return errors.Join(errs...)
 }

@@ -50,6 +50,9 @@ func TestValidateRejectsBadInput(t *testing.T) {
 		{[]string{"--stager-manifest=/nonexistent.yaml"}, "--stager-manifest"},
 		{[]string{"--tier=cluster", "--kubeconfig=/nonexistent"}, "--kubeconfig"},
 		{[]string{"--control=VLAN-99/nope"}, "--control"},
+		// A control applied to the other tier would change nothing.
+		{[]string{"--control=" + CtlNADInVMNamespace}, "built on the cluster tier, not --tier=lab"},
+		{[]string{"--tier=cluster", "--control=" + CtlNoSubinterface}, "built on the lab tier, not --tier=cluster"},
 		{[]string{"--other-vlan=100"}, "must differ"},
 	} {
 		err := parse(t, tc.args...)

@@ -12,9 +12,31 @@ type Control struct {
 	// Expect is a substring of the failure message the control must cause
 	// in its claim's own It; a failure for another reason is not caught.
 	Expect string
-	// Cluster: the control exists in the cluster lane too (none does yet:
-	// every control breaks a subject the lab builds).
-	Cluster bool
+	// Tier is where the broken subject is built: "" for the lab, "cluster"
+	// for a kind cluster the suite makes (the cluster-only claims).
+	Tier string
+}
+
+// OnTier reports whether the control's subject is built on tier.
+func (c Control) OnTier(tier string) bool { return c.TierName() == tier }
+
+// TierName is the tier the control's subject is built on: lab or cluster.
+func (c Control) TierName() string {
+	if c.Tier == "" {
+		return "lab"
+	}
+	return c.Tier
+}
+
+// ControlsOn lists the controls whose subject is built on tier.
+func ControlsOn(tier string) []Control {
+	var out []Control
+	for _, c := range Controls() {
+		if c.OnTier(tier) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 var controls = map[string]Control{}

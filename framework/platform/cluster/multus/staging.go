@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/node"
@@ -37,7 +38,9 @@ func (m *Multus) SetStaging(ctx context.Context, on bool) ([]string, error) {
 		return nil, fmt.Errorf("rendering Multus on a cluster the suite did not install it on: %w", evidence.ErrNotObservable)
 	}
 	var stager *corev1.Container
-	if on {
+	// The negative control CtlStagingKeptOn: a chart that keeps the init
+	// container whatever stageCniPlugins says.
+	if on || (m.cfg.Is(config.CtlStagingKeptOn) && m.stager != nil) {
 		if m.stager == nil {
 			return nil, fmt.Errorf("staging on needs --cni-staging=stager and --cni-plugins-image: %w", evidence.ErrNotObservable)
 		}

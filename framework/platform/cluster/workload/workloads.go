@@ -42,7 +42,8 @@ type Workloads struct {
 
 	mu     sync.Mutex
 	guests map[string]*vmGuest
-	pods   map[string]*podGuest // --workload=pod
+	pods   map[string]*podGuest    // --workload=pod
+	nads   map[string]platform.NAD // applied, by name (CtlNADInVMNamespace)
 }
 
 var _ platform.KubeVMs = (*Workloads)(nil)
@@ -53,7 +54,7 @@ func New(cfg *config.Config, timeouts map[string]time.Duration, work string, k *
 	return &Workloads{
 		cfg: cfg, timeouts: timeouts, work: work, kube: k, nodes: nodes, trunk: trunk, timeline: tl,
 		img:    cfg.Cluster.Guest,
-		guests: map[string]*vmGuest{}, pods: map[string]*podGuest{},
+		guests: map[string]*vmGuest{}, pods: map[string]*podGuest{}, nads: map[string]platform.NAD{},
 	}
 }
 
@@ -81,11 +82,38 @@ func (w *Workloads) ApplyNAD(ctx context.Context, namespace string, nad platform
 		return err
 	}
 	w.owner.Record(namespace, obj)
+	w.mu.Lock()
+	w.nads[nad.Name] = nad
+	w.mu.Unlock()
+	return nil
+}
+
+// copyNADs is the negative control CtlNADInVMNamespace: every NAD the spec
+// names that the run applied elsewhere is copied into the spec's namespace,
+// as a NAD replicator would, so VLAN-11's VM there gets its VLAN NIC.
+func (w *Workloads) copyNADs(ctx context.Context, spec platform.VMSpec) error {
+	if !w.cfg.Is(config.CtlNADInVMNamespace) {
+		return nil
+	}
+	for _, name := range spec.Networks {
+		w.mu.Lock()
+		nad, ok := w.nads[name]
+		w.mu.Unlock()
+		if !ok {
+			continue
+		}
+		if err := w.ApplyNAD(ctx, spec.Namespace, nad); err != nil {
+			return fmt.Errorf("control %s: copying NAD %s into %s: %w", config.CtlNADInVMNamespace, name, spec.Namespace, err)
+		}
+	}
 	return nil
 }
 
 // StartVM starts the spec's workload: a VM, or a pod with --workload=pod.
 func (w *Workloads) StartVM(ctx context.Context, spec platform.VMSpec) (platform.Guest, error) {
+	if err := w.copyNADs(ctx, spec); err != nil {
+		return nil, err
+	}
 	if w.Pods() || spec.Binding == platform.NoBinding {
 		return w.startPod(ctx, spec)
 	}
@@ -93,6 +121,9 @@ func (w *Workloads) StartVM(ctx context.Context, spec platform.VMSpec) (platform
 }
 
 func (w *Workloads) StartVMNoWait(ctx context.Context, spec platform.VMSpec) error {
+	if err := w.copyNADs(ctx, spec); err != nil {
+		return err
+	}
 	if w.Pods() {
 		_, err := w.createPod(ctx, spec)
 		return err
