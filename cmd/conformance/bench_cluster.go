@@ -64,11 +64,11 @@ func (d *driver) benchCluster(ctx context.Context) int {
 	}
 	// after judges the time from one milestone to the next against a goal.
 	after := func(from, to string, goal time.Duration) string {
-		a, okA := marks[from]
-		b, okB := marks[to]
 		if !vms {
 			return ""
 		}
+		a, okA := marks[from]
+		b, okB := marks[to]
 		if !okA || !okB {
 			return fmt.Sprintf("goal ≤ %s after %s: not measured", goal, from)
 		}

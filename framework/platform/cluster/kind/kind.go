@@ -223,15 +223,12 @@ func (c *Cluster) LoadArchive(path string) error {
 	return nil
 }
 
-// DefaultServiceSubnet is kind's Service range when its config sets none.
-const DefaultServiceSubnet = "10.96.0.0/16"
-
-// ServiceSubnet is the cluster's Service range.
+// ServiceSubnet is the cluster's Service range, as kind defaults it when
+// the configuration sets none.
 func ServiceSubnet(c *v1alpha4.Cluster) string {
-	if c.Networking.ServiceSubnet != "" {
-		return c.Networking.ServiceSubnet
-	}
-	return DefaultServiceSubnet
+	n := v1alpha4.Cluster{Networking: c.Networking} // kind's defaulting, on a copy
+	v1alpha4.SetDefaultsCluster(&n)
+	return n.Networking.ServiceSubnet
 }
 
 // RejectUndiverted makes every node refuse traffic to the Service range that
@@ -242,24 +239,23 @@ func ServiceSubnet(c *v1alpha4.Cluster) string {
 // port 443 answers 404) a connection the API server opens in the moment
 // before kube-proxy syncs a new Service is answered and kept alive for
 // good. Seen here: virt-api's APIService unavailable for the whole run,
-// its conntrack entry un-NATed to the proxy.
+// its conntrack entry un-NATed to the proxy. One iptables-restore per node.
 func (c *Cluster) RejectUndiverted(subnet string) error {
 	ns, err := c.Nodes()
 	if err != nil {
 		return err
 	}
+	rules := "*filter\n"
+	for _, chain := range []string{"OUTPUT", "FORWARD"} {
+		match := fmt.Sprintf("-A %s -d %s -m comment --comment \"vcf: Service traffic no Service rule diverted\"", chain, subnet)
+		rules += match + " -p tcp -j REJECT --reject-with tcp-reset\n" + match + " -j REJECT\n"
+	}
+	rules += "COMMIT\n"
 	for _, n := range ns {
-		for _, chain := range []string{"OUTPUT", "FORWARD"} {
-			for _, rule := range [][]string{
-				{"-p", "tcp", "-j", "REJECT", "--reject-with", "tcp-reset"},
-				{"-j", "REJECT"},
-			} {
-				args := append([]string{"-A", chain, "-d", subnet, "-m", "comment", "--comment", "vcf: Service traffic no Service rule diverted"}, rule...)
-				var out bytes.Buffer
-				if err := n.node.Command("iptables", args...).SetStdout(&out).SetStderr(&out).Run(); err != nil {
-					return fmt.Errorf("node %s: iptables %s: %w: %s", n.Name, strings.Join(args, " "), err, bytes.TrimSpace(out.Bytes()))
-				}
-			}
+		var out bytes.Buffer
+		cmd := n.node.Command("iptables-restore", "--noflush").SetStdin(strings.NewReader(rules)).SetStdout(&out).SetStderr(&out)
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("node %s: iptables-restore --noflush of\n%s: %w: %s", n.Name, rules, err, bytes.TrimSpace(out.Bytes()))
 		}
 	}
 	return nil

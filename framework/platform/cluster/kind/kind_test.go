@@ -80,3 +80,20 @@ func TestParseConfigRejects(t *testing.T) {
 		}
 	}
 }
+
+func TestServiceSubnetIsKindsDefaultUnlessSet(t *testing.T) {
+	c, err := ParseConfig([]byte("kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnodes:\n- role: control-plane\n- role: worker\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ServiceSubnet(c); got != "10.96.0.0/16" {
+		t.Errorf("default: got %q, want kind's 10.96.0.0/16", got)
+	}
+	if len(c.Nodes) != 2 || c.Nodes[0].Image != "" {
+		t.Errorf("defaulting must not touch the configuration: %+v", c.Nodes)
+	}
+	c.Networking.ServiceSubnet = "10.97.0.0/16"
+	if got := ServiceSubnet(c); got != "10.97.0.0/16" {
+		t.Errorf("set: got %q", got)
+	}
+}

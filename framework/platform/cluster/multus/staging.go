@@ -40,7 +40,7 @@ func (m *Multus) SetStaging(ctx context.Context, on bool) ([]string, error) {
 	var stager *corev1.Container
 	// The negative control CtlStagingKeptOn: a chart that keeps the init
 	// container whatever stageCniPlugins says.
-	if on || (m.cfg.Is(config.CtlStagingKeptOn) && m.stager != nil) {
+	if on || m.cfg.Is(config.CtlStagingKeptOn) {
 		if m.stager == nil {
 			return nil, fmt.Errorf("staging on needs --cni-staging=stager and --cni-plugins-image: %w", evidence.ErrNotObservable)
 		}
