@@ -101,8 +101,20 @@ func (n *Namespace) Delete() error {
 
 // DeleteNamespace removes a named namespace; a missing one is not an error.
 func DeleteNamespace(name string) error {
-	err := netns.DeleteNamed(name)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	return deleteNamedAt(NetnsDir, name)
+}
+
+// deleteNamedAt unmounts and removes dir/name. A run killed between creating
+// the file and bind-mounting the namespace onto it leaves a plain file, which
+// unmount refuses (EINVAL): it is removed all the same, else every later
+// sweep would fail on it (netns.DeleteNamed stops at the unmount).
+func deleteNamedAt(dir, name string) error {
+	p := filepath.Join(dir, name)
+	err := unix.Unmount(p, unix.MNT_DETACH)
+	if err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("delete netns %s: unmount: %w", name, err)
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("delete netns %s: %w", name, err)
 	}
 	return nil
