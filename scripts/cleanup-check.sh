@@ -6,7 +6,12 @@
 set -u
 cd "$(dirname "$0")/.." || exit 2
 report=${REPORT_DIR:-reports/cleanup}
-count() { ls /run/netns 2>/dev/null | grep -c '^vcf-' || true; }
+# Files, not `ip netns list`: a half-made namespace is a plain file there.
+count() {
+	n=0
+	for f in /run/netns/vcf-*; do [ -e "$f" ] && n=$((n + 1)); done
+	echo "$n"
+}
 fail() { echo "cleanup-check: $*"; exit 1; }
 
 run_bg() {

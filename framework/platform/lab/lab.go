@@ -44,7 +44,7 @@ type Lab struct {
 
 // New sweeps what a killed run left, then builds the fabric for cfg.
 func New(ctx context.Context, cfg *config.Config) (*Lab, error) {
-	if err := fabric.Sweep(); err != nil {
+	if err := errors.Join(fabric.Sweep(), os.RemoveAll(hostLocalDataDir)); err != nil {
 		return nil, fmt.Errorf("sweep leftovers of an earlier run: %w", err)
 	}
 	l := &Lab{cfg: cfg, nads: map[string]string{}, guests: map[string]*guest{}, work: cfg.WorkDir}
@@ -216,7 +216,7 @@ func (l *Lab) Close(ctx context.Context) error {
 	if l.fab != nil {
 		errs = append(errs, l.fab.Destroy())
 	}
-	errs = append(errs, l.removeWork())
+	errs = append(errs, l.removeWork(), os.RemoveAll(hostLocalDataDir))
 	return errors.Join(errs...)
 }
 

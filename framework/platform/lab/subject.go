@@ -41,6 +41,10 @@ type subject struct {
 	probeCannotLeave bool
 }
 
+// hostLocalDataDir holds the leases of the host-local control; the lab
+// removes it on close and a later run sweeps it after a kill.
+const hostLocalDataDir = "/run/vcf-host-local"
+
 func subjectFor(cfg *config.Config) subject {
 	s := subject{
 		bridgeWiring: fabric.GuideBridge, macvlanWiring: fabric.MacvlanParent, mtu: 1500,
@@ -74,7 +78,7 @@ func subjectFor(cfg *config.Config) subject {
 		first, last := addresses.ControlPool(netip.MustParsePrefix(cfg.Subnet))
 		s.nadConfig = setKey("bridge", "ipam", map[string]any{
 			"type": "host-local", "subnet": cfg.Subnet, "rangeStart": first.String(), "rangeEnd": last.String(),
-			"dataDir": "/run/vcf-host-local",
+			"dataDir": hostLocalDataDir,
 		})
 	case config.CtlARPNameDerivedMAC:
 		s.vmMAC = func(spec platform.VMSpec, _ func(string) bool) string {
