@@ -138,12 +138,6 @@ clean:
 cluster-dry-run: $(DRIVER)
 	$(DRIVER) run --tier=cluster --dry-run | diff -u fixtures/cluster/dry-run.golden -
 
-kind-up: $(DRIVER) plugins
-	$(DRIVER) kind-up --tier=cluster $(KIND_ARGS)
-
-kind-down: $(DRIVER)
-	$(DRIVER) kind-down --tier=cluster $(KIND_ARGS)
-
 # Up, run, report, down: the suite makes the cluster in
 # SynchronizedBeforeSuite and deletes it at the end (reused and kept if
 # `make kind-up` made it); kind's logs land in reports/kind-logs on failure.
@@ -173,6 +167,14 @@ KIND_ARGS += --guest-image=$(LOCAL_REGISTRY)/guest-debian:$(GUEST_DEBIAN_VERSION
 endif
 E2E_PREP := offline-lane
 endif
+
+# Make and cable the cluster and keep it (OFFLINE=1: the engine and images
+# first, as for e2e-kind); e2e-kind reuses it and re-cables its nodes.
+kind-up: $(DRIVER) plugins $(E2E_PREP)
+	$(DRIVER) kind-up --tier=cluster $(KIND_ARGS)
+
+kind-down: $(DRIVER)
+	$(DRIVER) kind-down --tier=cluster $(KIND_ARGS)
 e2e-kind: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
 	$(DRIVER) run --tier=cluster $(KIND_ARGS) $(ARGS)
 

@@ -213,6 +213,6 @@ func Down(ctx context.Context, cfg *config.Config) error {
 		}
 		pids = append(pids, pid)
 	}
-	errs = append(errs, cabling.Down(ctx, pids), k.Delete(""))
+	errs = append(errs, cabling.Down(pids), k.Delete(""))
 	return errors.Join(errs...)
 }

@@ -60,10 +60,17 @@ func TestCablingNodeContainers(t *testing.T) {
 	for i, n := range names {
 		specs = append(specs, fabric.NodeSpec{Name: n, Wiring: fabric.GuideBridge, Address: NodeAddr(subnet, i)})
 	}
-	if _, err := c.Cable(specs, netip.MustParsePrefix("203.0.113.1/24"), netip.MustParsePrefix("198.51.100.1/24"), false, nodes); err != nil {
+	gw, otherGW := netip.MustParsePrefix("203.0.113.1/24"), netip.MustParsePrefix("198.51.100.1/24")
+	if _, err := c.Cable(specs, gw, otherGW, false, nodes); err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer func() { c.Close() }() // the cabling of the moment
+	// A run on a cluster `make kind-up` cabled and kept cables it again: the
+	// earlier uplinks and bridges go, the new ones work.
+	c = New(cfg)
+	if _, err := c.Cable(specs, gw, otherGW, false, nodes); err != nil {
+		t.Fatalf("cabling nodes that are cabled already: %v", err)
+	}
 	for i, n := range nodes.Bridge {
 		h := n.Fabric().Handle
 		sub, err := h.LinkByName("uplink.100")

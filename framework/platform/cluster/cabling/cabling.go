@@ -13,7 +13,6 @@
 package cabling
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -67,16 +66,20 @@ func NodeAddr(subnet netip.Prefix, i int) netip.Prefix { return addresses.Node(s
 // Cable builds the gateway netns on the host and cables every node of
 // specs into the netns of its PID in nodes; the cabled nodes replace
 // nodes' bridge and macvlan nodes.
+// A reused cluster (`make kind-up`, a killed run) may be cabled already: its
+// nodes' uplinks and bridges go first, as Down takes them.
 func (c *Cabling) Cable(specs []fabric.NodeSpec, gw, otherGW netip.Prefix, untagged bool, nodes *node.Set) (platform.Gateway, error) {
-	if err := fabric.Sweep(); err != nil {
-		return nil, fmt.Errorf("sweep leftovers of an earlier run: %w", err)
-	}
+	pids := make([]int, 0, len(specs))
 	for i := range specs {
 		pid, ok := nodes.PIDs[specs[i].Name]
 		if !ok {
 			return nil, fmt.Errorf("node %s: no PID from the container runtime", specs[i].Name)
 		}
 		specs[i].Netns = node.Netns(pid)
+		pids = append(pids, pid)
+	}
+	if err := Down(pids); err != nil {
+		return nil, fmt.Errorf("take out an earlier run's cabling: %w", err)
 	}
 	f, err := fabric.Build(fabric.Spec{VLAN: c.cfg.VLAN, OtherVLAN: c.cfg.OtherVLAN, Gateway: gw, OtherGateway: otherGW, Nodes: specs, Untagged: untagged})
 	if err != nil {
@@ -128,7 +131,7 @@ func (c *Cabling) Close() error {
 
 // Down takes out what an earlier run left in node containers (by PID) and
 // on the host.
-func Down(ctx context.Context, pids []int) error {
+func Down(pids []int) error {
 	var errs []error
 	for _, pid := range pids {
 		errs = append(errs, fabric.Uncable(node.Netns(pid)))

@@ -239,21 +239,23 @@ func ServiceSubnet(c *v1alpha4.Cluster) string {
 // port 443 answers 404) a connection the API server opens in the moment
 // before kube-proxy syncs a new Service is answered and kept alive for
 // good. Seen here: virt-api's APIService unavailable for the whole run,
-// its conntrack entry un-NATed to the proxy. One iptables-restore per node.
+// its conntrack entry un-NATed to the proxy. One exec per node; a node that
+// has the rules already (a reused cluster) keeps them as they are.
 func (c *Cluster) RejectUndiverted(subnet string) error {
 	ns, err := c.Nodes()
 	if err != nil {
 		return err
 	}
+	const comment = "vcf: Service traffic no Service rule diverted"
 	rules := "*filter\n"
 	for _, chain := range []string{"OUTPUT", "FORWARD"} {
-		match := fmt.Sprintf("-A %s -d %s -m comment --comment \"vcf: Service traffic no Service rule diverted\"", chain, subnet)
+		match := fmt.Sprintf("-A %s -d %s -m comment --comment %q", chain, subnet, comment)
 		rules += match + " -p tcp -j REJECT --reject-with tcp-reset\n" + match + " -j REJECT\n"
 	}
 	rules += "COMMIT\n"
 	for _, n := range ns {
 		var out bytes.Buffer
-		cmd := n.node.Command("iptables-restore", "--noflush").SetStdin(strings.NewReader(rules)).SetStdout(&out).SetStderr(&out)
+		cmd := n.node.Command("sh", "-c", fmt.Sprintf("iptables -S | grep -qF %q || iptables-restore --noflush", comment)).SetStdin(strings.NewReader(rules)).SetStdout(&out).SetStderr(&out)
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("node %s: iptables-restore --noflush of\n%s: %w: %s", n.Name, rules, err, bytes.TrimSpace(out.Bytes()))
 		}
