@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # lane-summary.sh LABEL JUNIT: one line a CI log ends with, counted from the
-# lane's JUnit specs: "LABEL: N passed, N failed, N skipped". A missing
-# JUnit is a lane that did not report, said as such (exit 1).
+# lane's JUnit specs: "LABEL: N passed, N failed, N skipped", then the
+# failures' messages from the report beside it (conformance.md's last
+# section), so that the end of a long log says why. A missing JUnit is a
+# lane that did not report, said as such (exit 1).
 set -euo pipefail
 label=$1 junit=$2
 if [ ! -s "$junit" ]; then
@@ -15,3 +17,8 @@ passed=$(count passed)
 failed=$(count '(failed|panicked|timedout|interrupted|aborted)')
 skipped=$(count '(skipped|pending)')
 echo "$label: $passed passed, $failed failed, $skipped skipped"
+# The report's failure section (report.FailuresHeading), at most 60 lines.
+report=$(dirname "$junit")/conformance.md
+if [ -s "$report" ] && grep -q '^## Failures$' "$report"; then
+	sed -n '/^## Failures$/,$p' "$report" | head -n 60
+fi

@@ -145,9 +145,14 @@ func (d *driver) run(ctx context.Context) int {
 		return max(code, 1)
 	}
 	out := filepath.Join(d.cfg.ReportDir, "conformance.md")
-	if err := report.WriteConformance(out, env, report.Verdicts(cases, d.cfg.ReportDir)); err != nil {
+	fails := report.Failures(cases)
+	if err := report.WriteConformance(out, env, report.Verdicts(cases, d.cfg.ReportDir), fails); err != nil {
 		fmt.Fprintln(os.Stderr, "report:", err)
 		return max(code, 1)
+	}
+	// The failures once more, last: Ginkgo's log of a long run buries them.
+	for _, f := range fails {
+		fmt.Printf("FAILED %s\n  %s\n", f.Name, strings.ReplaceAll(f.Message, "\n", "\n  "))
 	}
 	fmt.Printf("report: %s, %s\n", out, junit)
 	return code

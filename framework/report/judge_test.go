@@ -1,6 +1,11 @@
 package report
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
 
 func failed(name, status, msg, node string) TestCase {
 	tc := TestCase{Name: name, Status: status}
@@ -66,5 +71,34 @@ func TestVerdictsSayWhatWasSkippedInTheSpecsWords(t *testing.T) {
 		if got[id] != want {
 			t.Errorf("%s: %q, want %q", id, got[id], want)
 		}
+	}
+}
+
+// A failed BeforeSuite names no claim: every claim says it did not run
+// because of it, and the report ends with its message, cut to its start.
+func TestASuiteNodeFailureIsWhyClaimsDidNotRun(t *testing.T) {
+	msg := "building the cluster for the run\nUnexpected error:\n    readiness stage \"nodes\" not reached\n" + strings.Repeat("    field: x\n", 30)
+	before := failed("[SynchronizedBeforeSuite]", "failed", msg, "SynchronizedBeforeSuite")
+	cases := []TestCase{before, {Name: "[It] A VM [VLAN-01] reaches the gateway", Status: "skipped"}}
+	for _, v := range Verdicts(cases, t.TempDir()) {
+		if v.Verdict == "not run" && v.Reason != "[SynchronizedBeforeSuite] failed: building the cluster for the run" {
+			t.Errorf("%s: not run, reason %q: want the BeforeSuite's failure", v.Claim.ID, v.Reason)
+		}
+	}
+	fails := Failures(cases)
+	if len(fails) != 1 || fails[0].Name != before.Name {
+		t.Fatalf("failures %+v: want the BeforeSuite alone", fails)
+	}
+	lines := strings.Split(fails[0].Message, "\n")
+	if len(lines) != failureLines+1 || !strings.Contains(lines[2], `readiness stage "nodes"`) || !strings.HasPrefix(lines[failureLines], "... (") {
+		t.Errorf("message cut wrong:\n%s", fails[0].Message)
+	}
+	path := filepath.Join(t.TempDir(), "conformance.md")
+	if err := WriteConformance(path, Environment{}, Verdicts(cases, t.TempDir()), fails); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	if !strings.Contains(string(b), FailuresHeading+"\n\n### [SynchronizedBeforeSuite]\n\n```\nbuilding the cluster") {
+		t.Errorf("conformance.md lacks the failure section:\n%s", b)
 	}
 }

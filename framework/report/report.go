@@ -77,9 +77,45 @@ type Verdict struct {
 	Evidence string // artifacts dir, relative to the report dir, if any
 }
 
+// Failure is a failed case: its name and the start of its message.
+type Failure struct{ Name, Message string }
+
+// failureLines is how much of a failure message a report keeps: Gomega
+// puts the description and the error first, then dumps the error's struct.
+const failureLines = 15
+
+// Failures lists the failed cases in run order, suite nodes included: a
+// failed BeforeSuite names no claim, yet it is why every claim did not run.
+func Failures(cases []TestCase) []Failure {
+	var out []Failure
+	for _, tc := range cases {
+		if !tc.Failed() {
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(tc.message()), "\n")
+		if len(lines) > failureLines {
+			lines = append(lines[:failureLines], fmt.Sprintf("... (%d more lines in the JUnit)", len(lines)-failureLines))
+		}
+		out = append(out, Failure{Name: tc.Name, Message: strings.Join(lines, "\n")})
+	}
+	return out
+}
+
+// suiteFailure is the first failed case that names no claim (BeforeSuite
+// and the like), as "NAME failed: first line", or "".
+func suiteFailure(cases []TestCase) string {
+	for _, tc := range cases {
+		if tc.Failed() && len(ClaimIDs(tc.Name)) == 0 {
+			return tc.Name + " failed: " + firstLine(tc.message())
+		}
+	}
+	return ""
+}
+
 // Verdicts maps every claim of the catalogue to its verdict in cases.
 func Verdicts(cases []TestCase, reportDir string) []Verdict {
 	reasons := containerSkips(cases)
+	suite := suiteFailure(cases)
 	var out []Verdict
 	for _, c := range claims.All {
 		v := Verdict{Claim: c, Verdict: "not run"}
@@ -113,7 +149,11 @@ func Verdicts(cases []TestCase, reportDir string) []Verdict {
 		case v.Skipped > 0:
 			v.Verdict, v.Reason = "skipped", skip
 		}
-		if c.Tier == "cluster" && v.Verdict == "not run" {
+		switch {
+		case v.Verdict != "not run":
+		case suite != "":
+			v.Reason = suite
+		case c.Tier == "cluster":
 			v.Reason = "cluster tier only"
 		}
 		dir := filepath.Join("artifacts", c.ID)
@@ -187,8 +227,9 @@ type Environment struct {
 	StagerDetails string
 }
 
-// WriteConformance writes conformance.md from the verdicts.
-func WriteConformance(path string, env Environment, vs []Verdict) error {
+// WriteConformance writes conformance.md from the verdicts, and the
+// failures' messages after them.
+func WriteConformance(path string, env Environment, vs []Verdict, fails []Failure) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Conformance report: KubeVirt VMs on an external VLAN\n\n")
 	fmt.Fprintf(&b, "| | |\n|---|---|\n| date | %s |\n", time.Now().UTC().Format(time.RFC3339))
@@ -232,8 +273,18 @@ func WriteConformance(path string, env Environment, vs []Verdict) error {
 		b.WriteString("\nClaims without a negative control, and why:\n\n" + strings.Join(exempt, ""))
 	}
 	b.WriteString("\nEvidence paths are relative to this file. Failed specs also leave `failure-*/` dumps of every namespace (ip a/link/route/neigh, bridge fdb).\n")
+	if len(fails) > 0 {
+		b.WriteString("\n" + FailuresHeading + "\n")
+		for _, f := range fails {
+			fmt.Fprintf(&b, "\n### %s\n\n```\n%s\n```\n", f.Name, f.Message)
+		}
+	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
+
+// FailuresHeading starts conformance.md's last section, the failures'
+// messages (scripts/lane-summary.sh prints it at the end of a CI log).
+const FailuresHeading = "## Failures"
 
 // ControlOutcome is one negative control's record in selftest.json.
 type ControlOutcome struct {

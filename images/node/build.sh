@@ -96,6 +96,7 @@ extra=$(cd "$stage" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha2
 extra="stage=$extra $(sha256sum "$rootfs" "$kube_bin"/kube{adm,let,ctl} "$crictl" "${preload_tars[@]}" | cut -c1-64 | tr '\n' ' ')"
 build_image node "$extra" --tag "$ref" --base "$rootfs" "${add[@]}" \
 	--entrypoint '["/usr/local/bin/entrypoint","/sbin/init"]' \
-	--env container=docker --stop-signal 'SIGRTMIN+3' --volume /var
+	--env container=docker --stop-signal 'SIGRTMIN+3' --volume /var \
+	--label org.cozystack.vlan-conformance.image=node
 echo "==> $ref: $(du -h "$IMAGES/node.tar" | cut -f1) ($IMAGES/node.tar)"
 offline_done
