@@ -107,6 +107,7 @@ func New(ctx context.Context, cfg *config.Config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.Progress = os.Stderr
 	if err := p.Run(ctx); err != nil {
 		c.failed = true
 		return nil, errors.Join(err, c.Close(context.WithoutCancel(ctx)))

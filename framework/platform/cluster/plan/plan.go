@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/timeline"
@@ -26,6 +27,9 @@ type Plan struct {
 	Steps []Step
 	// Timeline, if set, gets a mark when each readiness stage is reached.
 	Timeline *timeline.Timeline
+	// Progress, if set, gets a line as each step starts: building a
+	// cluster takes minutes, and a failure then shows where it stood.
+	Progress io.Writer
 }
 
 // Add appends a step and returns its index (for a step whose work is
@@ -48,15 +52,27 @@ func (p *Plan) Wait(s wait.Stage) {
 
 // Run does the steps in order and stops at the first that fails, naming it.
 func (p *Plan) Run(ctx context.Context) error {
-	for _, s := range p.Steps {
+	start := time.Now()
+	for i, s := range p.Steps {
 		if s.Do == nil {
 			continue
+		}
+		if p.Progress != nil {
+			fmt.Fprintf(p.Progress, "platform: %4.0fs step %d/%d %s: %s\n", time.Since(start).Seconds(), i+1, len(p.Steps), s.Phase, short(s.Action))
 		}
 		if err := s.Do(ctx); err != nil {
 			return fmt.Errorf("%s: %s: %w", s.Phase, s.Action, err)
 		}
 	}
 	return nil
+}
+
+// short is an action cut for a progress line (--dry-run prints it whole).
+func short(action string) string {
+	if len(action) > 150 {
+		return action[:150] + "..."
+	}
+	return action
 }
 
 // Printer prints steps as --dry-run shows them: numbered, each object in
