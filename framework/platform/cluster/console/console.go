@@ -239,8 +239,8 @@ func (c *Console) check(ctx context.Context) error {
 }
 
 // Run runs cmd in the logged-in shell and returns its output (without the
-// echoed command line and the marker) and its exit status. cmd must be one
-// line.
+// echoed command line, the marker and console messages) and its exit
+// status. cmd must be one line.
 func (c *Console) Run(ctx context.Context, cmd string, timeout time.Duration) (string, int, error) {
 	if strings.ContainsAny(cmd, "\n\r") {
 		return "", -1, fmt.Errorf("console: command must be one line: %q", cmd)
@@ -263,5 +263,12 @@ func (c *Console) Run(ctx context.Context, cmd string, timeout time.Duration) (s
 		return "", -1, fmt.Errorf("%q: %w", cmd, err)
 	}
 	code, _ := strconv.Atoi(m[2])
-	return m[1], code, nil
+	return consoleMessageRE.ReplaceAllString(m[1], ""), code, nil
 }
+
+// consoleMessageRE is a line the kernel or a service (through the journal
+// or /dev/console) wrote to the serial console while a command ran, such as
+// "[   43.184971] cloud-init[246]: ** WARNING **: Permissions for
+// /etc/netplan/50-cloud-init.yaml are too open", seen in a login's `id -u`.
+// It is not the command's output.
+var consoleMessageRE = regexp.MustCompile(`(?m)^\[ *\d+\.\d{6}\] .*\n`)

@@ -186,6 +186,19 @@ func TestRunReturnsOutputAndExitStatus(t *testing.T) {
 	}
 }
 
+// A kernel or service line on the console while a command runs is not the
+// command's output: seen in CI, a login's `id -u` read as not root.
+func TestConsoleMessagesAreNotOutput(t *testing.T) {
+	g, c := newFake(t)
+	msg := "[   43.184971] cloud-init[246]: ** (process:248): WARNING **: 14:18:32.632: Permissions for /etc/netplan/50-cloud-init.yaml are too open.\n"
+	g.answers["ip -br link show dev enp2s0"] = answer{out: msg + "enp2s0 UP 02:00:00:00:05:01\n[ 7.5] not a kernel time stamp\n"}
+	login(t, c)
+	out, _, err := c.Run(context.Background(), "ip -br link show dev enp2s0", 5*time.Second)
+	if err != nil || out != "enp2s0 UP 02:00:00:00:05:01\n[ 7.5] not a kernel time stamp\n" {
+		t.Fatalf("got %q, %v: want the command's own lines alone", out, err)
+	}
+}
+
 // A negative check must not pass on what was on the line before its own
 // command was echoed: a previous command's late success, or even a line
 // forged to look like this command's result.
