@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -41,7 +40,7 @@ func (d *driver) bench(ctx context.Context) int {
 		return 1
 	}
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, self, append([]string{"run"}, d.rawArgs...)...)
+	cmd := child(ctx, self, append([]string{"run"}, d.rawArgs...)...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	runErr := cmd.Run()
 	rows = append(rows, [2]string{"full lab conformance (make conformance, boot included)", fmt.Sprintf("%.1f s", time.Since(start).Seconds())})

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -37,7 +36,7 @@ func (d *driver) benchCluster(ctx context.Context) int {
 	os.Remove(tlPath) // never an earlier run's figures
 	mem := sampleMemory(time.Second)
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, self, append([]string{"run"}, d.rawArgs...)...)
+	cmd := child(ctx, self, append([]string{"run"}, d.rawArgs...)...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	runErr := cmd.Run()
 	total := time.Since(start)

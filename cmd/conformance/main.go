@@ -305,11 +305,29 @@ func (d *driver) runSuiteTo(ctx context.Context, args []string, out io.Writer) i
 	return code
 }
 
-func (d *driver) execSuite(ctx context.Context, args []string, out io.Writer) int {
-	cmd := exec.CommandContext(ctx, d.suite, args...)
-	cmd.Stdout, cmd.Stderr = out, out
+// interruptGrace is how long an interrupted child run gets to remove what
+// it made before it is killed: a cluster run deletes its VMs and its kind
+// cluster (CI's lane allows 4 minutes: .ci/run's WITHIN_GRACE).
+const interruptGrace = 3 * time.Minute
+
+// child is a run the driver starts for part of its work (the suite, or
+// itself for bench and soak). On Ctrl-C or SIGTERM the child gets exactly
+// one SIGINT, from the driver, and interruptGrace to clean up. Its own
+// process group keeps a signal sent to the driver's group (a terminal's
+// Ctrl-C, CI's kill of the phase) from reaching it as well: a second
+// interrupt makes Ginkgo skip its cleanup, and exec's default, SIGKILL,
+// skips it too. Both left a kind cluster behind.
+func child(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 30 * time.Second
+	cmd.WaitDelay = interruptGrace
+	return cmd
+}
+
+func (d *driver) execSuite(ctx context.Context, args []string, out io.Writer) int {
+	cmd := child(ctx, d.suite, args...)
+	cmd.Stdout, cmd.Stderr = out, out
 	err := cmd.Run()
 	if serr := fabric.Sweep(); serr != nil {
 		fmt.Fprintln(os.Stderr, "sweep:", serr)

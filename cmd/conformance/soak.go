@@ -147,10 +147,8 @@ func runLogged(ctx context.Context, logPath, name string, args ...string) int {
 		return 1
 	}
 	defer f.Close()
-	cmd := exec.CommandContext(ctx, name, args...)
+	cmd := child(ctx, name, args...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = time.Minute
 	if err := cmd.Run(); err != nil {
 		if ee, ok := err.(*exec.ExitError); ok {
 			return ee.ExitCode()
