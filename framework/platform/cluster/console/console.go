@@ -263,7 +263,22 @@ func (c *Console) Run(ctx context.Context, cmd string, timeout time.Duration) (s
 		return "", -1, fmt.Errorf("%q: %w", cmd, err)
 	}
 	code, _ := strconv.Atoi(m[2])
-	return consoleMessageRE.ReplaceAllString(m[1], ""), code, nil
+	return commandOutput(m[1], line), code, nil
+}
+
+// commandOutput is what a command printed: out without the console's own
+// lines (consoleMessageRE) and without the shell's echo of the command line
+// printed again, as it was once in CI, prompt and all, after the echo the
+// output is anchored on.
+func commandOutput(out, line string) string {
+	out = consoleMessageRE.ReplaceAllString(out, "")
+	var kept []string
+	for _, l := range strings.SplitAfter(out, "\n") {
+		if !strings.HasSuffix(strings.TrimSuffix(l, "\n"), line) {
+			kept = append(kept, l)
+		}
+	}
+	return strings.Join(kept, "")
 }
 
 // consoleMessageRE is a line the kernel or a service (through the journal

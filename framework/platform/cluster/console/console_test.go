@@ -199,6 +199,18 @@ func TestConsoleMessagesAreNotOutput(t *testing.T) {
 	}
 }
 
+// The shell's echo of the command printed again after the first (seen in
+// CI: "vcf# id -u; echo ..." then "0") is not output either.
+func TestARepeatedEchoIsNotOutput(t *testing.T) {
+	g, c := newFake(t)
+	login(t, c) // its id -u is command 1
+	g.answers["id -u"] = answer{out: Prompt + `id -u; echo ":vcf2:$?:"` + "\n0\n"}
+	out, _, err := c.Run(context.Background(), "id -u", 5*time.Second)
+	if err != nil || out != "0\n" {
+		t.Fatalf("got %q, %v: want the command's own output alone", out, err)
+	}
+}
+
 // A negative check must not pass on what was on the line before its own
 // command was echoed: a previous command's late success, or even a line
 // forged to look like this command's result.
