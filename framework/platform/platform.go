@@ -243,9 +243,11 @@ type CNIStaging interface {
 	// Payload reads the plugins the stager's image carries (/cni-plugins),
 	// from the running Multus container on the node.
 	Payload(ctx context.Context, n Node) (map[string]FileState, error)
-	// PlaceCNIFile writes a file into the node's /opt/cni/bin, as an
-	// administrator or another package would; remove deletes it again.
-	PlaceCNIFile(ctx context.Context, n Node, name string, content []byte) (remove func() error, err error)
+	// PlaceCNIFile puts a file into the node's /opt/cni/bin, as an
+	// administrator or another package would: written aside and renamed
+	// over, since a plugin of that name may be executing. restore puts
+	// back what was there (by rename too), or removes the file.
+	PlaceCNIFile(ctx context.Context, n Node, name string, content []byte) (restore func() error, err error)
 	// Restage deletes the node's Multus pod and waits for its replacement
 	// to be Ready: the stager runs again on that node.
 	Restage(ctx context.Context, n Node) error

@@ -272,9 +272,9 @@ func stagerSpecs(r *run.Run) {
 
 		// "...replaces a same-name file every time it runs."
 		It("[STG-03] replaces a hand-placed bridge on its next run, by rename", labels.Claim("STG-03"), func(ctx SpecContext) {
-			before, after, remove, err := restageOverLocalFiles(ctx, s, node)
-			if remove != nil {
-				DeferCleanup(remove)
+			before, after, restore, err := restageOverLocalFiles(ctx, s, node)
+			if restore != nil {
+				DeferCleanup(restore)
 			}
 			Expect(err).NotTo(HaveOccurred())
 			f.Note("%s:/opt/cni/bin/bridge before: inode %d sha256 %.12s; after the re-run: inode %d sha256 %.12s; image copy %.12s",
@@ -286,9 +286,9 @@ func stagerSpecs(r *run.Run) {
 		// "loopback, dhcp, dummy and tap are left alone ... as is anything else in /opt/cni/bin."
 		// Its own run of the stager: every spec passes alone and in any order.
 		It("[STG-02] leaves loopback, dhcp, dummy, tap and a foreign plugin as they were across a run", labels.Claim("STG-02"), func(ctx SpecContext) {
-			before, after, remove, err := restageOverLocalFiles(ctx, s, node)
-			if remove != nil {
-				DeferCleanup(remove)
+			before, after, restore, err := restageOverLocalFiles(ctx, s, node)
+			if restore != nil {
+				DeferCleanup(restore)
 			}
 			Expect(err).NotTo(HaveOccurred())
 			for _, name := range leftAlone {
@@ -309,21 +309,38 @@ func stagerSpecs(r *run.Run) {
 
 // restageOverLocalFiles places an administrator's bridge and a foreign
 // plugin on the node, then re-runs the stager there (its Multus pod
-// re-created), and returns /opt/cni/bin before and after the run. remove
-// takes the foreign plugin away again; it is set once the plugin is placed.
-func restageOverLocalFiles(ctx context.Context, s platform.CNIStaging, n platform.Node) (before, after map[string]platform.FileState, remove func() error, err error) {
-	if _, err = s.PlaceCNIFile(ctx, n, "bridge", []byte("#!/bin/sh\necho hand-placed bridge\n")); err != nil {
-		return nil, nil, nil, err
+// re-created), and returns /opt/cni/bin before and after the run. restore
+// puts back what the node held before the placements (the bridge where the
+// stager did not replace it, and no foreign plugin); it is set once the
+// first file is placed.
+func restageOverLocalFiles(ctx context.Context, s platform.CNIStaging, n platform.Node) (before, after map[string]platform.FileState, restore func() error, err error) {
+	var restores []func() error
+	restore = func() error {
+		var errs []error
+		for i := len(restores) - 1; i >= 0; i-- {
+			errs = append(errs, restores[i]())
+		}
+		return errors.Join(errs...)
 	}
-	if remove, err = s.PlaceCNIFile(ctx, n, "vcf-foreign-plugin", []byte("#!/bin/sh\necho another package's plugin\n")); err != nil {
-		return nil, nil, nil, err
+	for _, f := range []struct{ name, content string }{
+		{"bridge", "#!/bin/sh\necho hand-placed bridge\n"},
+		{"vcf-foreign-plugin", "#!/bin/sh\necho another package's plugin\n"},
+	} {
+		r, err := s.PlaceCNIFile(ctx, n, f.name, []byte(f.content))
+		if err != nil {
+			if len(restores) == 0 {
+				return nil, nil, nil, err
+			}
+			return nil, nil, restore, err
+		}
+		restores = append(restores, r)
 	}
 	if before, err = s.CNIBin(ctx, n); err != nil {
-		return nil, nil, remove, err
+		return nil, nil, restore, err
 	}
 	if err = s.Restage(ctx, n); err != nil {
-		return nil, nil, remove, fmt.Errorf("re-running the stager on %s: %w", n.Name(), err)
+		return nil, nil, restore, fmt.Errorf("re-running the stager on %s: %w", n.Name(), err)
 	}
 	after, err = s.CNIBin(ctx, n)
-	return before, after, remove, err
+	return before, after, restore, err
 }

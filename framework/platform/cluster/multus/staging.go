@@ -3,7 +3,6 @@ package multus
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -122,11 +121,9 @@ func (m *Multus) PlaceCNIFile(_ context.Context, pn platform.Node, name string, 
 	if !ok {
 		return nil, fmt.Errorf("writing into /opt/cni/bin of %s: %w", pn.Name(), evidence.ErrNotObservable)
 	}
-	path := n.HostPath(filepath.Join(n.CNIBinDir(), name))
-	if err := os.WriteFile(path, content, 0o755); err != nil {
-		return nil, err
-	}
-	return func() error { return os.Remove(path) }, nil
+	// Aside and renamed over: the node's plugin of that name may be
+	// executing right now (a CNI call on the node).
+	return node.PlaceFile(n.HostPath(n.CNIBinDir()), name, content, 0o755)
 }
 
 func (m *Multus) Restage(ctx context.Context, pn platform.Node) error {

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -15,25 +16,64 @@ import (
 )
 
 // WriteAside writes a file next to its place, then renames it over, so a
-// CNI runtime never executes half a plugin.
-func WriteAside(path string, r io.Reader, mode os.FileMode) error {
-	tmp := filepath.Join(filepath.Dir(path), ".vcf-"+filepath.Base(path)+".tmp")
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, mode)
+// CNI runtime never executes half a plugin, and a plugin executing from
+// path keeps its old inode: opening an executing file for writing fails
+// with ETXTBSY (seen in CI: a node's bridge ran while a spec placed its
+// own). The temporary name is unique, so two writers never share one, and
+// it is removed on every error.
+func WriteAside(path string, r io.Reader, mode os.FileMode) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), ".vcf-"+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(f, r); err != nil {
+	defer func() {
+		if err != nil {
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err = io.Copy(f, r); err != nil {
 		f.Close()
-		os.Remove(tmp)
 		return err
 	}
-	if err := f.Close(); err != nil {
+	if err = f.Close(); err != nil {
 		return err
 	}
-	if err := os.Chmod(tmp, mode); err != nil {
+	if err = os.Chmod(f.Name(), mode); err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	return os.Rename(f.Name(), path)
+}
+
+// PlaceFile puts content at dir/name as an administrator's install(1)
+// would (WriteAside), and returns restore, which puts back what was there
+// before, again by rename, or removes the file where there was none.
+func PlaceFile(dir, name string, content []byte, mode os.FileMode) (restore func() error, err error) {
+	path := filepath.Join(dir, name)
+	old, err := os.ReadFile(path)
+	had := err == nil
+	if err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	var oldMode os.FileMode
+	if had {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return nil, err
+		}
+		oldMode = fi.Mode().Perm()
+	}
+	if err := WriteAside(path, bytes.NewReader(content), mode); err != nil {
+		return nil, err
+	}
+	return func() error {
+		if !had {
+			if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+				return err
+			}
+			return nil
+		}
+		return WriteAside(path, bytes.NewReader(old), oldMode)
+	}, nil
 }
 
 // SnapshotDir reads a directory's regular files: content hash, mode, mtime.
