@@ -22,6 +22,14 @@ plugin_pkgs = $(foreach p,$(PLUGINS_MAIN),github.com/containernetworking/plugins
               $(foreach p,$(PLUGINS_IPAM),github.com/containernetworking/plugins/plugins/ipam/$(p)@$(1)) \
               $(foreach p,$(PLUGINS_META),github.com/containernetworking/plugins/plugins/meta/$(p)@$(1))
 
+# The Cozystack release under test (--cozystack): COZYSTACK=DIR, a checkout
+# of cozystack/cozystack. By default the verbatim subset of one commit that
+# sits beside this checkout (../shared/subjects/cozystack), when it is there;
+# `COZYSTACK=` runs the suite's own reference subject instead, and the
+# report says that no release was tested.
+COZYSTACK ?= $(wildcard ../shared/subjects/cozystack)
+RELEASE_ARGS = $(if $(COZYSTACK),--cozystack=$(COZYSTACK))
+
 BIN := bin
 SUITE := $(BIN)/suites.test
 DRIVER := $(BIN)/conformance
@@ -94,11 +102,11 @@ netplan-check:
 
 # The main job: the lab tier (in the lab VM when the kernel lacks 8021q).
 conformance: build
-	$(DRIVER) run $(ARGS)
+	$(DRIVER) run $(RELEASE_ARGS) $(ARGS)
 
 # Negative controls: every control must make its claim's spec FAIL.
 selftest: build
-	$(DRIVER) selftest $(ARGS)
+	$(DRIVER) selftest $(RELEASE_ARGS) $(ARGS)
 
 bench: build
 	$(DRIVER) bench $(ARGS)

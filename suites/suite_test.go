@@ -27,6 +27,7 @@ import (
 	"github.com/cozystack/vlan-conformance/suites/arp"
 	"github.com/cozystack/vlan-conformance/suites/cluster"
 	"github.com/cozystack/vlan-conformance/suites/datapath"
+	"github.com/cozystack/vlan-conformance/suites/release"
 	"github.com/cozystack/vlan-conformance/suites/stager"
 )
 
@@ -37,6 +38,10 @@ func TestMain(m *testing.M) {
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(os.Stderr, "conformance: invalid input, nothing was created:\n%v\n", err)
 		os.Exit(config.ExitBadInput)
+	}
+	if err := cfg.Prepare(); err != nil {
+		fmt.Fprintf(os.Stderr, "conformance: %v\n", err)
+		os.Exit(1)
 	}
 	os.Exit(m.Run())
 }
@@ -60,6 +65,7 @@ func TestConformance(t *testing.T) {
 	cluster.Specs(r)
 	datapath.Specs(r)
 	stager.Specs(r)
+	release.Specs(r)
 	hooks(r)
 	suiteConfig, reporterConfig := GinkgoConfiguration()
 	if reporterConfig.JUnitReport == "" {

@@ -89,6 +89,10 @@ func (d *driver) run(ctx context.Context) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if err := d.cfg.Prepare(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	if d.part != "all" {
 		return d.runPart(ctx, d.part)
 	}
@@ -212,6 +216,7 @@ func (d *driver) environment() report.Environment {
 	if d.cfg.Tier == "lab" {
 		env.StagerDetails = stager.DescribeSubject(d.cfg.StagerManifest, d.cfg.StagerImage, d.cfg.PluginDir, d.cfg.StagerImagePlugins())
 	}
+	describeRelease(d.cfg, &env)
 	return env
 }
 

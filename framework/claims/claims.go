@@ -35,6 +35,7 @@ var All = []Claim{
 	{ID: "STG-07", Sentence: "No /cni-plugins: logs `no /cni-plugins in this image; skipping staging`, installs nothing, exits 0."},
 	{ID: "STG-08", Sentence: "No temporary file is left in /opt/cni/bin after a run, failed or not."},
 	{ID: "STG-09", Sentence: "With stageCniPlugins: false the init container is absent and nothing staged is removed.", Tier: "cluster"},
+	{ID: "STG-10", Sentence: "An unreadable stageCniPlugins spelling stops the render rather than resolving to off; the documented spellings resolve as documented; unset follows the bundle."},
 	{ID: "ARP-01", Sentence: "Re-creating a VM gives its VLAN NIC a fresh MAC unless one is pinned."},
 	{ID: "ARP-02", Sentence: "Right after re-creation the gateway still holds the old MAC: gateway-to-guest fails, as expected."},
 	{ID: "ARP-03", Sentence: "It recovers by itself once the gateway's entry ages out, within the bound its neighbour timers imply."},

@@ -48,6 +48,11 @@ type Config struct {
 	DumpOnFailure  bool   // write namespace dumps next to a failed spec's evidence
 
 	Cluster ClusterConfig // the cluster tier's flags (cluster.go)
+
+	// Cozystack is --cozystack: the release under test (cozystack.go).
+	Cozystack string
+	subject   *Subject
+	fs        *flag.FlagSet
 }
 
 // Register binds the flags to fs with the guide's defaults.
@@ -73,6 +78,7 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.ARPProfile, "arp-profile", "tuned", "lab gateway neighbour timers: tuned or default")
 	fs.BoolVar(&c.DumpOnFailure, "dump-on-failure", true, "dump every namespace's links, addresses, routes, neighbours and FDB when a spec fails")
 	registerCluster(fs, c)
+	registerCozystack(fs, c)
 	return c
 }
 
@@ -158,8 +164,14 @@ func (c *Config) Validate() error {
 		add("--arp-profile %q: want tuned or default", c.ARPProfile)
 	}
 	errs = append(errs, c.validateCluster())
+	if err := c.validateCozystack(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.Control != "" && !knownControl(c.Control) {
 		add("--control %q: unknown (known: %s)", c.Control, strings.Join(ControlIDs(), ", "))
+	}
+	if ctl, ok := controls[c.Control]; ok && ctl.NeedsRelease && c.Cozystack == "" {
+		add("--control %q: its broken subject is made from the release under test: pass --cozystack=DIR", c.Control)
 	}
 	if ctl, ok := controls[c.Control]; ok && !ctl.OnTier(c.Tier) {
 		// Applied to the other tier, a control would change nothing: its

@@ -15,6 +15,9 @@ type Control struct {
 	// Tier is where the broken subject is built: "" for the lab, "cluster"
 	// for a kind cluster the suite makes (the cluster-only claims).
 	Tier string
+	// NeedsRelease: the broken subject is made from the release under test
+	// (--cozystack); without one there is nothing to break.
+	NeedsRelease bool
 }
 
 // OnTier reports whether the control's subject is built on tier.

@@ -28,17 +28,28 @@ const (
 	CtlStagerCopyAllRelease    = "STG-02/copy-all-release-image"
 )
 
-// StagerImagePlugins are the plugins the suite's reference image carries:
-// nil (the 14) unless a control needs an image that carries more.
+// StagerImagePlugins are the plugins the image the suite builds carries:
+// with --cozystack the names the release's Dockerfile extracts, else nil
+// (the 14); more where a control needs an image that carries more.
 func (c *Config) StagerImagePlugins() []string {
+	var base []string
+	if s := c.Subject(); s != nil {
+		base = s.Image.Plugins
+	}
+	extended := func(more ...string) []string {
+		if base == nil {
+			base = stager.StagedPlugins
+		}
+		return append(append([]string{}, base...), more...)
+	}
 	switch c.Control {
 	case CtlStagerImageWithLoopback:
-		return append(append([]string{}, stager.StagedPlugins...), "loopback")
+		return extended("loopback")
 	case CtlStagerCopyAllRelease, CtlStagerWritesLoopback, CtlStagerExtraPlugin:
 		// Without loopback in the image the mutant could not write it.
-		return append(append([]string{}, stager.StagedPlugins...), stager.LeftAlone...)
+		return extended(stager.LeftAlone...)
 	}
-	return nil
+	return base
 }
 
 const copyAllManifest = "--stager-manifest=fixtures/stager/copy-all-daemonset.yaml"

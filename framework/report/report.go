@@ -225,6 +225,10 @@ type Environment struct {
 	// StagerDetails names what the STG specs judged, in full (Markdown
 	// list lines: manifest and sha256, image reference, its /cni-plugins).
 	StagerDetails string
+	// Release is the Cozystack release under test ("Cozystack <commit>
+	// ..."), "" when the suite's own reference subject ran. Changes is the
+	// Markdown of every change the suite made to the release's output.
+	Release, Guide, Changes string
 }
 
 // WriteConformance writes conformance.md from the verdicts, and the
@@ -232,9 +236,14 @@ type Environment struct {
 func WriteConformance(path string, env Environment, vs []Verdict, fails []Failure) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Conformance report: KubeVirt VMs on an external VLAN\n\n")
+	subject := "Cozystack " + env.Release
+	if env.Release == "" {
+		subject = NoRelease
+		fmt.Fprintf(&b, "**%s.**\n\n", NoRelease)
+	}
 	fmt.Fprintf(&b, "| | |\n|---|---|\n| date | %s |\n", time.Now().UTC().Format(time.RFC3339))
 	for _, row := range [][2]string{
-		{"tier", env.Tier}, {"workload", env.Workload}, {"stager subject", env.StagerSubject},
+		{"subject", subject}, {"guide", env.Guide}, {"tier", env.Tier}, {"workload", env.Workload}, {"stager subject", env.StagerSubject},
 		{"KubeVirt", env.KubeVirt}, {"guest", env.Guest}, {"CNI plugins", env.Plugins},
 		{"gateway", env.Gateway}, {"kernel", env.Kernel}, {"ran", env.Where},
 	} {
@@ -263,6 +272,9 @@ func WriteConformance(path string, env Environment, vs []Verdict, fails []Failur
 	if env.StagerDetails != "" {
 		b.WriteString("\n## Stager subject (STG-)\n\n" + env.StagerDetails)
 	}
+	if env.Release != "" {
+		b.WriteString("\n" + ChangesHeading + "\n\n" + env.Changes)
+	}
 	var exempt []string
 	for _, v := range vs {
 		if v.Claim.Exemption != "" {
@@ -281,6 +293,13 @@ func WriteConformance(path string, env Environment, vs []Verdict, fails []Failur
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
+
+// NoRelease is the report's subject when no --cozystack was given.
+const NoRelease = "No Cozystack release was tested: the subject is the suite's own reference (fixtures/), not a release's charts; pass --cozystack=DIR"
+
+// ChangesHeading is the section listing every change the suite made to the
+// release's output; nothing may differ without a row there.
+const ChangesHeading = "## What the suite changed in Cozystack's output"
 
 // FailuresHeading starts conformance.md's last section, the failures'
 // messages (scripts/lane-summary.sh prints it at the end of a CI log).

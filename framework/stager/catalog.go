@@ -70,6 +70,10 @@ func catalogOf(dirs ...string) (*catalog, error) {
 }
 
 // releaseVersion reads the version a release directory's bridge reports.
+// ReleaseVersion is the upstream release of the plugins in dir (its
+// bridge's), e.g. v1.9.1.
+func ReleaseVersion(dir string) (string, error) { return releaseVersion(dir) }
+
 func releaseVersion(dir string) (string, error) {
 	v := pluginVersion(filepath.Join(dir, "bridge"))
 	if v == "" {

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/cozystack"
+	"github.com/cozystack/vlan-conformance/framework/report"
+	"github.com/cozystack/vlan-conformance/framework/stager"
+)
+
+// describeRelease fills the report's release rows: which Cozystack commit
+// was the subject, its guide's hash, and every change the suite made to
+// what it renders and ships. Without --cozystack they stay empty and the
+// report says no release was tested.
+func describeRelease(cfg *config.Config, env *report.Environment) {
+	s := cfg.Subject()
+	if s == nil {
+		return
+	}
+	rel := s.Release
+	env.Release = fmt.Sprintf("%s (commit read from %s; checkout %s)", rel.Commit, rel.CommitFrom, rel.Dir)
+	if b, err := os.ReadFile(rel.Path(cozystack.GuidePath)); err == nil {
+		sum := sha256.Sum256(b)
+		env.Guide = fmt.Sprintf("%s as the release ships it, sha256 %s", cozystack.GuidePath, hex.EncodeToString(sum[:]))
+	}
+	if cfg.Tier == "lab" && cfg.StagerImage == "" {
+		s.Ledger.Add(cozystack.Change{
+			Kind:   "image",
+			Object: "init container " + stager.InitContainerName,
+			What: fmt.Sprintf("runs container-less with the suite's build of its image's /cni-plugins: %s of CNI plugins %s from --plugin-dir %s, not %s",
+				strings.Join(s.Image.Plugins, " "), s.Image.PluginsVersion, cfg.PluginDir, imageRef(s)),
+			Why: "the lab has no image registry; the names and the version are read from " + s.Image.Dockerfile,
+		})
+	}
+	env.StagerSubject = fmt.Sprintf("install-cni-plugins of the release's %s, rendered with Helm (variant %s, networking.stageCniPlugins unset) to %s", cozystack.MultusChart, config.DefaultVariant, cfg.StagerManifest)
+	env.Changes = s.Ledger.Markdown()
+}
+
+func imageRef(s *config.Subject) string {
+	subj, err := stager.ParseSubject([]byte(s.Multus.Render.Manifest), "")
+	if err != nil {
+		return "the image the chart names"
+	}
+	return subj.Container.Image
+}

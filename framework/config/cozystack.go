@@ -1,0 +1,124 @@
+package config
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/cozystack/vlan-conformance/framework/cozystack"
+	"github.com/cozystack/vlan-conformance/framework/stager"
+)
+
+// DefaultVariant is the platform's bundle variant the release is rendered
+// for: the kind cluster and the lab are generic Linux, not Talos.
+const DefaultVariant = "isp-full-generic"
+
+// Subject is the release under test, rendered: set by Validate when
+// --cozystack names a checkout, nil otherwise (the suite's own reference
+// subject runs).
+type Subject struct {
+	Release *cozystack.Release
+	Image   *cozystack.MultusImage
+	// Platform and Multus are the release's renders with
+	// networking.stageCniPlugins unset, as a cluster that never set it has.
+	Platform *cozystack.Platform
+	Multus   *cozystack.Multus
+	// Ledger lists every change the suite makes to the release's output.
+	Ledger *cozystack.Ledger
+	// Manifest is where Prepare wrote the rendered multus chart.
+	Manifest string
+}
+
+func registerCozystack(fs *flag.FlagSet, c *Config) {
+	c.fs = fs
+	fs.StringVar(&c.Cozystack, "cozystack", "", "the Cozystack release under test: a checkout of cozystack/cozystack (git clone --depth 1 --branch <tag> https://github.com/cozystack/cozystack); its charts are rendered with Helm's engine and become the subject (default: the suite's own reference subject, and the report says no release was tested)")
+}
+
+// validateCozystack opens and renders the release; a checkout the suite
+// cannot read or render is bad input. It writes nothing.
+func (c *Config) validateCozystack() error {
+	if c.Cozystack == "" {
+		return nil
+	}
+	rel, err := cozystack.Open(c.Cozystack)
+	if err != nil {
+		return fmt.Errorf("--cozystack: %w", err)
+	}
+	img, err := rel.MultusImage()
+	if err != nil {
+		return fmt.Errorf("--cozystack: the multus image: %w", err)
+	}
+	s := &Subject{Release: rel, Image: img, Ledger: &cozystack.Ledger{}}
+	if s.Platform, s.Multus, err = rel.StagingOn(DefaultVariant, cozystack.Unset, s.Ledger); err != nil {
+		return fmt.Errorf("--cozystack: rendering multus as the platform does (variant %s, networking.stageCniPlugins unset): %w", DefaultVariant, err)
+	}
+	if _, err := stager.ParseSubject([]byte(s.Multus.Render.Manifest), rel.Path(cozystack.MultusChart)); err != nil {
+		return fmt.Errorf("--cozystack: the rendered multus chart has no stager subject: %w", err)
+	}
+	if c.Tier == "lab" {
+		if v, err := stager.ReleaseVersion(c.PluginDir); err == nil && v != img.PluginsVersion {
+			return fmt.Errorf("--cozystack: its multus image carries CNI plugins %s (%s), --plugin-dir %s holds %s: build that release with `make plugins PLUGINS_VERSION=%s` and pass --plugin-dir=bin/cni/%s", img.PluginsVersion, img.Dockerfile, c.PluginDir, v, img.PluginsVersion, img.PluginsVersion)
+		}
+	}
+	c.subject = s
+	return nil
+}
+
+// Subject is the rendered release, nil without --cozystack.
+func (c *Config) Subject() *Subject { return c.subject }
+
+// Prepare makes the validated configuration ready to run: with
+// --cozystack it writes the rendered multus chart to
+// <report-dir>/cozystack/multus.yaml and makes it the stager's subject,
+// unless --stager-manifest was given (then that one is, and the ledger says
+// so), and the stager's reference image carries the plugins the release's
+// Dockerfile extracts.
+func (c *Config) Prepare() error {
+	s := c.subject
+	if s == nil {
+		return nil
+	}
+	dir := filepath.Join(c.ReportDir, "cozystack")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	s.Manifest = filepath.Join(dir, "multus.yaml")
+	if err := writeAtomically(s.Manifest, []byte(s.Multus.Render.Manifest)); err != nil {
+		return err
+	}
+	if c.flagSet("stager-manifest") {
+		s.Ledger.Add(cozystack.Change{Kind: "subject", Object: "init container " + stager.InitContainerName, What: "taken from --stager-manifest " + c.StagerManifest + " instead of the rendered DaemonSet", Why: "the user's (or a negative control's) subject"})
+	} else {
+		c.StagerManifest = s.Manifest
+	}
+	return nil
+}
+
+// flagSet tells whether the flag was given on the command line.
+func (c *Config) flagSet(name string) bool {
+	set := false
+	if c.fs != nil {
+		c.fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	}
+	return set
+}
+
+// writeAtomically: every process of a run renders the same bytes, so a
+// reader never sees a half-written file.
+func writeAtomically(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}

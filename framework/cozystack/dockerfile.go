@@ -1,0 +1,93 @@
+package cozystack
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// MultusImage is what the release's images/multus-cni/Dockerfile builds:
+// Multus at a version with the checkout's patches applied, and the CNI
+// plugins release whose named binaries it extracts to /cni-plugins.
+type MultusImage struct {
+	Dockerfile string // absolute path
+	// MultusVersion is ARG VERSION; PluginsVersion is ARG CNI_PLUGINS_VERSION.
+	MultusVersion, PluginsVersion string
+	// Plugins are the names its tar line extracts into /cni-plugins, in the
+	// Dockerfile's order.
+	Plugins []string
+	// Patches are the patches/*.diff it applies to Multus, absolute paths.
+	Patches []string
+}
+
+var (
+	argLine = regexp.MustCompile(`(?m)^\s*ARG\s+([A-Za-z_][A-Za-z0-9_]*)=(\S+)`)
+	tarWord = regexp.MustCompile(`^\./([A-Za-z0-9._-]+)$`)
+)
+
+// MultusImage reads the multus image's Dockerfile: its ARG defaults, the
+// tar command that extracts into /cni-plugins and the patches it applies.
+// A Dockerfile the suite cannot read this way is an error, not a guess.
+func (r *Release) MultusImage() (*MultusImage, error) {
+	path := r.Path(MultusImageDir + "/Dockerfile")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	text := string(b)
+	img := &MultusImage{Dockerfile: path}
+	for _, m := range argLine.FindAllStringSubmatch(text, -1) {
+		switch m[1] {
+		case "VERSION":
+			img.MultusVersion = m[2]
+		case "CNI_PLUGINS_VERSION":
+			img.PluginsVersion = m[2]
+		}
+	}
+	if img.MultusVersion == "" || img.PluginsVersion == "" {
+		return nil, fmt.Errorf("%s: no ARG VERSION=... and ARG CNI_PLUGINS_VERSION=... defaults", path)
+	}
+	img.Plugins = pluginsExtracted(text)
+	if len(img.Plugins) == 0 {
+		return nil, fmt.Errorf("%s: no `tar ... -C /cni-plugins ... ./<name>...` line naming the plugins it extracts", path)
+	}
+	if strings.Contains(text, "git apply /patches/") {
+		img.Patches, _ = filepath.Glob(r.Path(MultusImageDir + "/patches/*.diff"))
+		sort.Strings(img.Patches)
+	}
+	return img, nil
+}
+
+// pluginsExtracted are the ./<name> operands of the tar command that
+// extracts into /cni-plugins, read across the RUN's line continuations.
+func pluginsExtracted(text string) []string {
+	joined := strings.ReplaceAll(text, "\\\n", " ")
+	for _, line := range strings.Split(joined, "\n") {
+		for _, cmd := range strings.Split(line, ";") {
+			f := strings.Fields(cmd)
+			if len(f) == 0 || f[0] != "tar" || !hasPair(f, "-C", "/cni-plugins") {
+				continue
+			}
+			var names []string
+			for _, w := range f {
+				if m := tarWord.FindStringSubmatch(w); m != nil {
+					names = append(names, m[1])
+				}
+			}
+			return names
+		}
+	}
+	return nil
+}
+
+func hasPair(f []string, a, b string) bool {
+	for i := 0; i+1 < len(f); i++ {
+		if f[i] == a && f[i+1] == b {
+			return true
+		}
+	}
+	return false
+}
