@@ -28,6 +28,7 @@ func describeRelease(cfg *config.Config, env *report.Environment) {
 		sum := sha256.Sum256(b)
 		env.Guide = fmt.Sprintf("%s as the release ships it, sha256 %s", cozystack.GuidePath, hex.EncodeToString(sum[:]))
 	}
+	defer func() { env.Changes = s.Ledger.Markdown() }()
 	if cfg.Tier == "lab" && cfg.StagerImage == "" {
 		s.Ledger.Add(cozystack.Change{
 			Kind:   "image",
@@ -37,8 +38,13 @@ func describeRelease(cfg *config.Config, env *report.Environment) {
 			Why: "the lab has no image registry; the names and the version are read from " + s.Image.Dockerfile,
 		})
 	}
+	if err := s.Ledger.Merge(cfg.LedgerFiles()); err != nil {
+		s.Ledger.Add(cozystack.Change{Kind: "report", Object: cfg.LedgerFiles(), What: "unreadable: " + err.Error(), Why: "a process's changes may be missing from this list"})
+	}
+	if cfg.StagerManifest != s.Manifest {
+		return
+	}
 	env.StagerSubject = fmt.Sprintf("install-cni-plugins of the release's %s, rendered with Helm (variant %s, networking.stageCniPlugins unset) to %s", cozystack.MultusChart, config.DefaultVariant, cfg.StagerManifest)
-	env.Changes = s.Ledger.Markdown()
 }
 
 func imageRef(s *config.Subject) string {

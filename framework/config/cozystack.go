@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
 	"github.com/cozystack/vlan-conformance/framework/stager"
@@ -56,6 +57,18 @@ func (c *Config) validateCozystack() error {
 	if _, err := stager.ParseSubject([]byte(s.Multus.Render.Manifest), rel.Path(cozystack.MultusChart)); err != nil {
 		return fmt.Errorf("--cozystack: the rendered multus chart has no stager subject: %w", err)
 	}
+	if c.Tier == "cluster" && !c.ExistingCluster() {
+		if c.Cluster.CNIPluginsImage == "" {
+			return fmt.Errorf("--cozystack on a kind cluster needs --cni-plugins-image (the multus image built from the release's Dockerfile): its image references cannot be pulled here")
+		}
+		// The image loaded into the nodes must be the release's build.
+		if p := multusProvenance(c.Cluster.ImagesArchives); p != "" {
+			if err := img.CheckProvenance(p); err != nil {
+				return fmt.Errorf("--cozystack: %w (rebuild it: make offline-images COZYSTACK=%s)", err, c.Cozystack)
+			}
+			s.Ledger.Add(cozystack.Change{Kind: "image", Object: "the multus image " + c.Cluster.CNIPluginsImage, What: "built here by images/multus/build.sh from the release's Dockerfile (provenance " + p + " checked against it)", Why: "no image registry: the release's pins, patches and plugin names, built from the Go module proxy"})
+		}
+	}
 	if c.Tier == "lab" {
 		if v, err := stager.ReleaseVersion(c.PluginDir); err == nil && v != img.PluginsVersion {
 			return fmt.Errorf("--cozystack: its multus image carries CNI plugins %s (%s), --plugin-dir %s holds %s: build that release with `make plugins PLUGINS_VERSION=%s` and pass --plugin-dir=bin/cni/%s", img.PluginsVersion, img.Dockerfile, c.PluginDir, v, img.PluginsVersion, img.PluginsVersion)
@@ -63,6 +76,17 @@ func (c *Config) validateCozystack() error {
 	}
 	c.subject = s
 	return nil
+}
+
+// multusProvenance is the provenance file beside the multus image archive
+// of --images-archive, "" when none is loaded.
+func multusProvenance(archives string) string {
+	for _, a := range strings.Split(archives, ",") {
+		if filepath.Base(a) == "multus.tar" {
+			return filepath.Join(filepath.Dir(a), "multus.provenance")
+		}
+	}
+	return ""
 }
 
 // Subject is the rendered release, nil without --cozystack.
@@ -83,6 +107,11 @@ func (c *Config) Prepare() error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	// Each process of the run keeps its own ledger file; the driver's
+	// report merges them (LedgerFiles).
+	if err := s.Ledger.Persist(filepath.Join(dir, fmt.Sprintf("ledger-%d.json", os.Getpid()))); err != nil {
+		return err
+	}
 	s.Manifest = filepath.Join(dir, "multus.yaml")
 	if err := writeAtomically(s.Manifest, []byte(s.Multus.Render.Manifest)); err != nil {
 		return err
@@ -93,6 +122,11 @@ func (c *Config) Prepare() error {
 		c.StagerManifest = s.Manifest
 	}
 	return nil
+}
+
+// LedgerFiles are the ledger files of the run's processes (Prepare).
+func (c *Config) LedgerFiles() string {
+	return filepath.Join(c.ReportDir, "cozystack", "ledger-*.json")
 }
 
 // flagSet tells whether the flag was given on the command line.

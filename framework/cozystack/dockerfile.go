@@ -1,6 +1,8 @@
 package cozystack
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -90,4 +92,63 @@ func hasPair(f []string, a, b string) bool {
 		}
 	}
 	return false
+}
+
+// Provenance is what a build of this image must record (images/multus's
+// multus.provenance, key=value lines) to be the release's image: the
+// versions, the patches by name and sha256, the /cni-plugins names.
+func (img *MultusImage) Provenance() (map[string]string, error) {
+	b, err := os.ReadFile(img.Dockerfile)
+	if err != nil {
+		return nil, err
+	}
+	var patches []string
+	for _, p := range img.Patches {
+		pb, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		patches = append(patches, filepath.Base(p)+":"+sha256hex(pb))
+	}
+	return map[string]string{
+		"dockerfile_sha256":   sha256hex(b),
+		"multus_version":      img.MultusVersion,
+		"patches":             strings.Join(patches, " "),
+		"cni_plugins_version": img.PluginsVersion,
+		"plugins":             strings.Join(img.Plugins, " "),
+	}, nil
+}
+
+// CheckProvenance compares a build's provenance file with the release's
+// Dockerfile; a mismatch names each differing key.
+func (img *MultusImage) CheckProvenance(path string) error {
+	want, err := img.Provenance()
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("the multus image's provenance: %w", err)
+	}
+	got := map[string]string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok {
+			got[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	var diffs []string
+	for _, k := range []string{"multus_version", "patches", "cni_plugins_version", "plugins", "dockerfile_sha256"} {
+		if got[k] != want[k] {
+			diffs = append(diffs, fmt.Sprintf("%s: built %q, the release's Dockerfile says %q", k, got[k], want[k]))
+		}
+	}
+	if len(diffs) > 0 {
+		return fmt.Errorf("%s is not the release's multus image: %s", path, strings.Join(diffs, "; "))
+	}
+	return nil
+}
+
+func sha256hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
 }

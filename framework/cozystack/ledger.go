@@ -1,7 +1,10 @@
 package cozystack
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -18,7 +21,10 @@ type Change struct {
 }
 
 // Ledger collects the run's changes, in the order they were made.
-type Ledger struct{ changes []Change }
+type Ledger struct {
+	changes []Change
+	file    string // where every Add is saved (Persist); "" = memory only
+}
 
 // Add records a change; an identical one is recorded once.
 func (l *Ledger) Add(c Change) {
@@ -28,6 +34,54 @@ func (l *Ledger) Add(c Change) {
 		}
 	}
 	l.changes = append(l.changes, c)
+	l.save()
+}
+
+// Persist saves the ledger to path now and after every Add: the changes
+// a suite process makes (a cluster it builds) reach the driver's report
+// even when that process is stopped.
+func (l *Ledger) Persist(path string) error {
+	l.file = path
+	return l.save()
+}
+
+func (l *Ledger) save() error {
+	if l.file == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(l.changes, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := l.file + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, l.file)
+}
+
+// Merge adds the changes saved by Persist in the files matching glob (the
+// run's other processes).
+func (l *Ledger) Merge(glob string) error {
+	files, err := filepath.Glob(glob)
+	if err != nil {
+		return err
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		var cs []Change
+		if err := json.Unmarshal(b, &cs); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		for _, c := range cs {
+			l.Add(c)
+		}
+	}
+	return nil
 }
 
 // Changes are the recorded changes.

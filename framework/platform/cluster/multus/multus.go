@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/cozystack"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/node"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/plan"
@@ -40,8 +41,12 @@ type Multus struct {
 	timeouts  map[string]time.Duration
 	kube      *kube.Clients
 	objs      []*unstructured.Unstructured // the manifest as applied
-	stager    *corev1.Container            // the stager's init container (--cni-staging=stager)
+	stager    *corev1.Container            // the stager's init container (--cni-staging=stager, or the release's)
 	stagerVol string
+	// The DaemonSet as applied: kube-system/kube-multus-ds upstream,
+	// cozy-multus/cozy-multus from the release's chart.
+	namespace, daemonSet string
+	keptOn               *cozystack.Release // CtlStagingKeptOn's broken copy of the release
 }
 
 func New(cfg *config.Config, timeouts map[string]time.Duration, k *kube.Clients) *Multus {
@@ -52,6 +57,14 @@ func New(cfg *config.Config, timeouts map[string]time.Duration, k *kube.Clients)
 // waiting for it.
 func (m *Multus) Plan(p *plan.Plan, names []string, nodes *node.Set) {
 	cfg, cl := m.cfg, &m.cfg.Cluster
+	if s := cfg.Subject(); s != nil {
+		// The release's chart stages the plugins itself (or not): no
+		// installer, no grafting, whatever --cni-staging says.
+		action := fmt.Sprintf("Multus from the release's %s as its platform renders it (variant %s, networking.stageCniPlugins unset), image references → %s; the pod network conflist also under the chart's multusMasterCNI name on every node", cozystack.MultusChart, config.DefaultVariant, cl.CNIPluginsImage)
+		p.Add("apply", action, nil, func(ctx context.Context) error { return m.installRelease(ctx, nodes.PIDs) })
+		p.Wait(RolledOutStage(m.kube, m.timeouts["multus"]))
+		return
+	}
 	switch cl.CNIStaging {
 	case "installer":
 		for _, n := range names {
@@ -95,7 +108,35 @@ func (m *Multus) install(ctx context.Context) error {
 	if err := withStaging(m.objs, m.stager, m.stagerVol, ""); err != nil {
 		return err
 	}
+	m.noteDaemonSet()
 	return m.kube.Apply.Apply(ctx, m.objs)
+}
+
+// installRelease applies the release's multus chart as rendered (see
+// release.go) and takes its stager subject from it.
+func (m *Multus) installRelease(ctx context.Context, pids map[string]int) error {
+	objs, err := m.releaseObjects(cozystack.Unset)
+	if err != nil {
+		return err
+	}
+	if err := m.meetMasterCNI(masterCNI(objs), pids); err != nil {
+		return err
+	}
+	if m.stager, m.stagerVol, err = initContainer(objs, stagerContainer); err != nil {
+		return err
+	}
+	m.objs = objs
+	m.noteDaemonSet()
+	return m.kube.Apply.Apply(ctx, objs)
+}
+
+// noteDaemonSet remembers where the applied Multus DaemonSet lives.
+func (m *Multus) noteDaemonSet() {
+	for _, o := range m.objs {
+		if o.GetKind() == "DaemonSet" {
+			m.namespace, m.daemonSet = o.GetNamespace(), o.GetName()
+		}
+	}
 }
 
 // RolledOutStage waits for the Multus DaemonSet wherever the cluster runs it

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/cozystack"
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/node"
@@ -36,17 +37,17 @@ func (m *Multus) SetStaging(ctx context.Context, on bool) ([]string, error) {
 	if m.cfg.ExistingCluster() || m.objs == nil {
 		return nil, fmt.Errorf("rendering Multus on a cluster the suite did not install it on: %w", evidence.ErrNotObservable)
 	}
-	var stager *corev1.Container
-	// The negative control CtlStagingKeptOn: a chart that keeps the init
-	// container whatever stageCniPlugins says.
-	if on || m.cfg.Is(config.CtlStagingKeptOn) {
-		if m.stager == nil {
-			return nil, fmt.Errorf("staging on needs --cni-staging=stager and --cni-plugins-image: %w", evidence.ErrNotObservable)
-		}
-		stager = m.stager
-	}
 	rev := fmt.Sprintf("%v-%d", on, time.Now().UnixNano())
-	if err := withStaging(m.objs, stager, m.stagerVol, rev); err != nil {
+	if m.cfg.Subject() != nil {
+		// The release's own template decides; the suite removes nothing.
+		// (The control CtlStagingKeptOn renders a copy whose template
+		// ignores the value.)
+		objs, err := m.releaseObjects(cozystack.StagingValue(on))
+		if err != nil {
+			return nil, err
+		}
+		m.objs = objs
+	} else if err := m.withReferenceStaging(on, rev); err != nil {
 		return nil, err
 	}
 	if err := m.kube.Apply.Apply(ctx, m.objs); err != nil {
@@ -55,19 +56,31 @@ func (m *Multus) SetStaging(ctx context.Context, on bool) ([]string, error) {
 	if err := RolledOutStage(m.kube, m.timeouts["multus"]).Wait(ctx); err != nil {
 		return nil, err
 	}
-	list, err := m.kube.Kube.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	ds, err := m.kube.Kube.AppsV1().DaemonSets(m.namespace).Get(ctx, m.daemonSet, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
 	names := []string{}
-	for _, ds := range list.Items {
-		if strings.Contains(ds.Name, "multus") {
-			for _, ic := range ds.Spec.Template.Spec.InitContainers {
-				names = append(names, ic.Name)
-			}
-		}
+	for _, ic := range ds.Spec.Template.Spec.InitContainers {
+		names = append(names, ic.Name)
 	}
 	return names, nil
+}
+
+// withReferenceStaging is the suite's reference subject (no --cozystack):
+// the upstream DaemonSet with the stager's init container grafted on or
+// taken off. rev annotates the pod template so that the DaemonSet rolls.
+func (m *Multus) withReferenceStaging(on bool, rev string) error {
+	var stager *corev1.Container
+	// The negative control CtlStagingKeptOn: a chart that keeps the init
+	// container whatever stageCniPlugins says.
+	if on || m.cfg.Is(config.CtlStagingKeptOn) {
+		if m.stager == nil {
+			return fmt.Errorf("staging on needs --cni-staging=stager and --cni-plugins-image: %w", evidence.ErrNotObservable)
+		}
+		stager = m.stager
+	}
+	return withStaging(m.objs, stager, m.stagerVol, rev)
 }
 
 func (m *Multus) CNIBin(_ context.Context, pn platform.Node) (map[string]platform.FileState, error) {
@@ -80,17 +93,17 @@ func (m *Multus) CNIBin(_ context.Context, pn platform.Node) (map[string]platfor
 
 // pod is the Multus pod of a node.
 func (m *Multus) pod(ctx context.Context, nodeName string) (*corev1.Pod, error) {
-	list, err := m.kube.Kube.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + nodeName})
+	list, err := m.kube.Kube.CoreV1().Pods(m.namespace).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + nodeName})
 	if err != nil {
 		return nil, err
 	}
 	for i := range list.Items {
 		p := &list.Items[i]
-		if strings.HasPrefix(p.Name, DaemonSet+"-") && p.DeletionTimestamp == nil {
+		if strings.HasPrefix(p.Name, m.daemonSet+"-") && p.DeletionTimestamp == nil {
 			return p, nil
 		}
 	}
-	return nil, fmt.Errorf("no %s pod on node %s", DaemonSet, nodeName)
+	return nil, fmt.Errorf("no %s/%s pod on node %s", m.namespace, m.daemonSet, nodeName)
 }
 
 func (m *Multus) Payload(ctx context.Context, pn platform.Node) (map[string]platform.FileState, error) {

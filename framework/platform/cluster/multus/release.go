@@ -1,0 +1,250 @@
+package multus
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/cozystack"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/node"
+)
+
+// With --cozystack the cluster runs the release's multus chart as its
+// platform renders it: namespace, names, resources, init containers,
+// script and security context untouched. Only what the offline cluster
+// cannot have is changed, and each change goes into the run's ledger:
+//
+//	rendered chart ──image refs → the locally built multus image──▶ applied
+//	               ──+ Namespace cozy-multus (Cozystack's HelmRelease makes it)
+//	node /etc/cni/net.d: the pod network's conflist also under the name
+//	               multusMasterCNI gives (05-cilium.conflist in Cozystack)
+
+// releaseObjects are the release's multus objects to apply, for
+// networking.stageCniPlugins s: rendered (from the control's broken copy
+// under CtlStagingKeptOn), then the listed rewrites.
+func (m *Multus) releaseObjects(s cozystack.Staging) ([]*unstructured.Unstructured, error) {
+	subj := m.cfg.Subject()
+	rel := subj.Release
+	if m.cfg.Is(config.CtlStagingKeptOn) && s.Set {
+		var err error
+		if rel, err = m.keptOnCopy(); err != nil {
+			return nil, fmt.Errorf("the control's copy of the release: %w", err)
+		}
+	}
+	_, mu, err := rel.StagingOn(config.DefaultVariant, s, subj.Ledger)
+	if err != nil {
+		return nil, err
+	}
+	var objs []*unstructured.Unstructured
+	nsName := ""
+	for _, o := range mu.Render.Objects {
+		o = o.DeepCopy()
+		if o.GetNamespace() != "" {
+			nsName = o.GetNamespace()
+		}
+		if o.GetKind() == "DaemonSet" {
+			rendered := o.DeepCopy()
+			if err := m.rewriteImages(o, subj.Ledger); err != nil {
+				return nil, err
+			}
+			// The whole difference between what the chart rendered and
+			// what is applied, for the report.
+			subj.Ledger.Add(cozystack.Change{Kind: "patch", Object: fmt.Sprintf("DaemonSet %s/%s (stageCniPlugins %s)", o.GetNamespace(), o.GetName(), s), What: "rendered → applied, in full", Why: "the image rewrites above and nothing else", Diff: cmp.Diff(rendered.Object, o.Object)})
+		}
+		objs = append(objs, o)
+	}
+	if nsName != "" {
+		ns := &unstructured.Unstructured{}
+		ns.SetAPIVersion("v1")
+		ns.SetKind("Namespace")
+		ns.SetName(nsName)
+		subj.Ledger.Add(cozystack.Change{Kind: "object", Object: "Namespace " + nsName, What: "created before the chart's objects", Why: "Cozystack's HelmRelease creates its target namespace; the chart has no Namespace object"})
+		objs = append([]*unstructured.Unstructured{ns}, objs...)
+	}
+	if err := os.WriteFile(filepath.Join(m.cfg.ReportDir, "cozystack", "multus.applied-"+stagingName(s)+".yaml"), []byte(manifestOf(objs)), 0o644); err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	return objs, nil
+}
+
+func stagingName(s cozystack.Staging) string {
+	if !s.Set {
+		return "unset"
+	}
+	return fmt.Sprint(s.Value)
+}
+
+// rewriteImages points every container of the DaemonSet at the locally
+// built multus image (--cni-plugins-image), the only change to it.
+func (m *Multus) rewriteImages(o *unstructured.Unstructured, l *cozystack.Ledger) error {
+	img := m.cfg.Cluster.CNIPluginsImage
+	if img == "" {
+		return fmt.Errorf("--cozystack on a kind cluster needs --cni-plugins-image: the release's multus image reference cannot be pulled here")
+	}
+	for _, field := range []string{"initContainers", "containers"} {
+		cs, _, err := unstructured.NestedSlice(o.Object, "spec", "template", "spec", field)
+		if err != nil {
+			return err
+		}
+		for i, c := range cs {
+			cm := c.(map[string]any)
+			if old, _ := cm["image"].(string); old != img {
+				cm["image"] = img
+				l.Add(cozystack.Change{Kind: "image", Object: fmt.Sprintf("DaemonSet %s/%s %s %v", o.GetNamespace(), o.GetName(), strings.TrimSuffix(field, "s"), cm["name"]), What: old + " → " + img, Why: "no image registry here: the locally built multus image (its row says how it was built)"})
+			}
+			cs[i] = cm
+		}
+		if err := unstructured.SetNestedSlice(o.Object, cs, "spec", "template", "spec", field); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// masterCNI is the multusMasterCNI of the rendered daemon config ("" when
+// it names none: Multus then takes the first conflist).
+func masterCNI(objs []*unstructured.Unstructured) string {
+	for _, o := range objs {
+		if o.GetKind() != "ConfigMap" {
+			continue
+		}
+		data, _, _ := unstructured.NestedStringMap(o.Object, "data")
+		for _, v := range data {
+			var dc struct {
+				MultusMasterCNI string `json:"multusMasterCNI"`
+			}
+			if json.Unmarshal([]byte(v), &dc) == nil && dc.MultusMasterCNI != "" {
+				return dc.MultusMasterCNI
+			}
+		}
+	}
+	return ""
+}
+
+// meetMasterCNI writes the node's pod network conflist under the name the
+// chart's multusMasterCNI gives, where the node has no such file (the
+// offline cluster has no Cilium): Multus delegates the pod network to it.
+func (m *Multus) meetMasterCNI(master string, pids map[string]int) error {
+	if master == "" {
+		return nil
+	}
+	names := make([]string, 0, len(pids))
+	for n := range pids {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		dir := fmt.Sprintf("/proc/%d/root/etc/cni/net.d", pids[n])
+		if _, err := os.Stat(filepath.Join(dir, master)); err == nil {
+			continue
+		}
+		src, err := podNetworkConf(dir, master)
+		if err != nil {
+			return fmt.Errorf("node %s: %w", n, err)
+		}
+		f, err := os.Open(filepath.Join(dir, src))
+		if err != nil {
+			return err
+		}
+		err = node.WriteAside(filepath.Join(dir, master), f, 0o644)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		m.cfg.Subject().Ledger.Add(cozystack.Change{Kind: "node", Object: "every node's /etc/cni/net.d", What: fmt.Sprintf("the pod network's %s also written as %s", src, master), Why: "the chart's multusMasterCNI names a CNI the offline cluster does not run"})
+	}
+	return nil
+}
+
+// podNetworkConf is the node's pod network conflist: the first one by name
+// that is not Multus's own.
+func podNetworkConf(dir, master string) (string, error) {
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range es {
+		n := e.Name()
+		if e.Type().IsRegular() && (strings.HasSuffix(n, ".conflist") || strings.HasSuffix(n, ".conf")) && !strings.Contains(n, "multus") && n != master {
+			return n, nil
+		}
+	}
+	return "", fmt.Errorf("no pod network conflist in %s to stand for %s", dir, master)
+}
+
+// keptOnCopy is the control's subject: a copy of the release whose multus
+// template stages whatever stageCniPlugins says (in the run's work dir).
+func (m *Multus) keptOnCopy() (*cozystack.Release, error) {
+	if m.keptOn != nil {
+		return m.keptOn, nil
+	}
+	dir, err := os.MkdirTemp(m.cfg.WorkDir, "vcf-release-kept-on-")
+	if err != nil {
+		return nil, err
+	}
+	c, err := m.cfg.Subject().Release.CopyTo(dir)
+	if err != nil {
+		return nil, err
+	}
+	p := c.Path(cozystack.MultusChart + "/templates/multus-daemonset-thick.yml")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	edited := stagingIf.ReplaceAllString(string(b), "{{- if true }}")
+	if edited == string(b) {
+		return nil, fmt.Errorf("%s: no `if has $stageCniPlugins (list \"true\" ...)` to make unconditional", p)
+	}
+	if err := os.WriteFile(p, []byte(edited), 0o644); err != nil {
+		return nil, err
+	}
+	m.keptOn = c
+	return c, nil
+}
+
+var stagingIf = regexp.MustCompile(`\{\{-?\s*if\s+has\s+\$stageCniPlugins\s+\(list\s+"true"[^}]*\}\}`)
+
+// initContainer is the named init container of the DaemonSet in objs.
+func initContainer(objs []*unstructured.Unstructured, name string) (*corev1.Container, string, error) {
+	for _, o := range objs {
+		if o.GetKind() != "DaemonSet" {
+			continue
+		}
+		var ds appsv1.DaemonSet
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &ds); err != nil {
+			return nil, "", err
+		}
+		for i := range ds.Spec.Template.Spec.InitContainers {
+			c := ds.Spec.Template.Spec.InitContainers[i]
+			if c.Name == name {
+				return &c, cniBinVolume(&ds.Spec.Template.Spec), nil
+			}
+		}
+	}
+	return nil, "", nil
+}
+
+func manifestOf(objs []*unstructured.Unstructured) string {
+	var b strings.Builder
+	for _, o := range objs {
+		y, err := yaml.Marshal(o.Object)
+		if err != nil {
+			continue
+		}
+		b.WriteString("---\n")
+		b.Write(y)
+	}
+	return b.String()
+}
