@@ -183,12 +183,12 @@ endif
 # Make and cable the cluster and keep it (OFFLINE=1: the engine and images
 # first, as for e2e-kind); e2e-kind reuses it and re-cables its nodes.
 kind-up: $(DRIVER) plugins $(E2E_PREP)
-	$(DRIVER) kind-up --tier=cluster $(KIND_ARGS)
+	$(DRIVER) kind-up --tier=cluster $(KIND_ARGS) $(RELEASE_ARGS)
 
 kind-down: $(DRIVER)
 	$(DRIVER) kind-down --tier=cluster $(KIND_ARGS)
 e2e-kind: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
-	$(DRIVER) run --tier=cluster $(KIND_ARGS) $(ARGS)
+	$(DRIVER) run --tier=cluster $(KIND_ARGS) $(RELEASE_ARGS) $(ARGS)
 
 # The same run as e2e-kind, then its milestones from the start of building
 # the platform (nodes Ready, Multus, KubeVirt Available, first VMI Ready,
@@ -196,20 +196,21 @@ e2e-kind: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
 # memory: `make bench-cluster OFFLINE=1 WORKLOAD=vm`. Writes bench-cluster.md
 # beside the report. Goals are printed, never asserted.
 bench-cluster: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
-	$(DRIVER) bench --tier=cluster $(KIND_ARGS) $(ARGS)
+	$(DRIVER) bench --tier=cluster $(KIND_ARGS) $(RELEASE_ARGS) $(ARGS)
 
 # The negative controls of the cluster-only claims (VLAN-11, STG-09): each
 # a cluster run of its own, on a fresh cluster, whose claim's spec must FAIL
 # with the declared message: `make selftest-cluster OFFLINE=1` (pod
 # workloads by default). reports/cluster-selftest/selftest.md.
 selftest-cluster: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
-	$(DRIVER) selftest --tier=cluster $(KIND_ARGS) --report-dir=reports/cluster-selftest $(ARGS)
+	$(DRIVER) selftest --tier=cluster $(KIND_ARGS) $(RELEASE_ARGS) --report-dir=reports/cluster-selftest $(ARGS)
 
 .PHONY: offline-images docker-engine offline-lane
 # Every image of the offline lane from the Go module proxy and Debian
 # packages (cached: a second run builds nothing). LANE=vm adds KubeVirt.
+# With COZYSTACK the multus image follows the release's Dockerfile.
 offline-images: plugins
-	images/build.sh $(or $(LANE),$(WORKLOAD))
+	COZYSTACK=$(COZYSTACK) images/build.sh $(or $(LANE),$(WORKLOAD))
 
 # A Docker engine: the one running, or Debian's docker.io started with the
 # suite's own daemon config (fixes for this host's walls, found by probing).

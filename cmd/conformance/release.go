@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/cozystack/vlan-conformance/framework/claims"
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
 	"github.com/cozystack/vlan-conformance/framework/report"
@@ -53,4 +54,29 @@ func imageRef(s *config.Subject) string {
 		return "the image the chart names"
 	}
 	return subj.Container.Image
+}
+
+// GuideSilent is the verdict of a claim whose words the release's guide no
+// longer carries: no verdict is made up for it.
+const GuideSilent = "the guide no longer says this"
+
+// guideVerdicts replaces the verdict of every claim whose quote the
+// release's guide lacks; the specs' own outcome stays in the reason.
+func guideVerdicts(cfg *config.Config, vs []report.Verdict) []report.Verdict {
+	s := cfg.Subject()
+	if s == nil {
+		return vs
+	}
+	b, err := os.ReadFile(s.Release.Path(cozystack.GuidePath))
+	if err != nil {
+		return vs
+	}
+	guide := claims.Normalize(string(b))
+	for i, v := range vs {
+		if q := v.Claim.Quote; q != "" && !strings.Contains(guide, claims.Normalize(q)) {
+			vs[i].Reason = fmt.Sprintf("%q is not in %s (its specs: %s)", q, cozystack.GuidePath, strings.TrimSpace(v.Verdict+" "+v.Reason))
+			vs[i].Verdict = GuideSilent
+		}
+	}
+	return vs
 }

@@ -159,7 +159,7 @@ func (d *driver) run(ctx context.Context) int {
 	out := filepath.Join(d.cfg.ReportDir, "conformance.md")
 	fails := report.Failures(cases)
 	describeRelease(d.cfg, &env) // again: the children's changes are in now
-	if err := report.WriteConformance(out, env, report.Verdicts(cases, d.cfg.ReportDir), fails); err != nil {
+	if err := report.WriteConformance(out, env, guideVerdicts(d.cfg, report.Verdicts(cases, d.cfg.ReportDir)), fails); err != nil {
 		fmt.Fprintln(os.Stderr, "report:", err)
 		return max(code, 1)
 	}

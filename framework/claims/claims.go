@@ -3,6 +3,8 @@
 // text as "[ID]" and as a Ginkgo label; the report maps IDs to verdicts.
 package claims
 
+import "strings"
+
 // Claim is one numbered promise of the guide.
 type Claim struct {
 	ID       string
@@ -11,6 +13,42 @@ type Claim struct {
 	// Exemption says why the claim has no negative control, where it has
 	// none; the conformance report prints it.
 	Exemption string
+	// Quote is a verbatim fragment of the Cozystack guide the claim rests
+	// on ("" for claims from seed 003 or the suite's own catalogue). A
+	// release whose guide no longer contains it gets no verdict on the
+	// claim: "the guide no longer says this".
+	Quote string
+}
+
+// quotes are the guide's words behind each claim (docs/vm-external-vlan.md).
+var quotes = map[string]string{
+	"VLAN-01": "Attach the VLAN sub-interface to a bridge and point a `bridge`-type NAD at it",
+	"VLAN-02": "enslaves the tagged VLAN sub-interface",
+	"VLAN-03": "are silently dropped before they ever reach the VM",
+	"VLAN-04": "a host-side service on the parent IP is unreachable from the VMs",
+	"VLAN-05": "the host can carry an address on the bridge itself to talk to the VMs",
+	"VLAN-06": "no cluster-side address assignment; the guest configures its address itself",
+	"VLAN-07": "brings up only the connected route for the VLAN subnet",
+	"VLAN-09": `failed to find plugin "bridge" in path [/opt/cni/bin]`,
+	"VLAN-11": "created in the VM's tenant namespace",
+	"STG-01":  "It installs 14 of the upstream reference plugins",
+	"STG-02":  "leaves `loopback`, `dhcp`, `dummy` and `tap` alone",
+	"STG-03":  "a hand-placed or locally patched `bridge` will normally not survive",
+	"STG-04":  "staging adds the ten it does not carry and rewrites the four that overlap",
+	"STG-05":  "A plugin it fails to write is reported and skipped rather than removed",
+	"STG-06":  "A line beginning `failed to install:` names plugins the container could not write",
+	"STG-07":  "no /cni-plugins in this image; skipping staging",
+	"STG-09":  "nothing in this package removes or restores a plugin",
+	"STG-10":  "stops the whole platform render rather than resolving to off",
+	"ARP-01":  "KubeVirt generates a fresh guest MAC each time the VM object is re-created",
+	"ARP-02":  "holds a stale ARP entry for the old MAC",
+	"ARP-03":  "wait for the ARP entry to age out",
+}
+
+func init() {
+	for i := range All {
+		All[i].Quote = quotes[All[i].ID]
+	}
 }
 
 // All claims, in report order.
@@ -42,4 +80,11 @@ var All = []Claim{
 	{ID: "ARP-04", Sentence: "A gratuitous ARP from the new guest ends the outage at once."},
 	{ID: "ARP-05", Sentence: "A pinned MAC survives re-creation, with no outage."},
 	{ID: "ARP-06", Sentence: "Two guests with one MAC on one VLAN are a detectable collision."},
+}
+
+// Normalize is text as the guide's words are compared: markdown emphasis
+// and code marks dropped, whitespace folded, dashes and quotes plain.
+func Normalize(s string) string {
+	r := strings.NewReplacer("**", "", "`", "", "*", "", "\u2014", "-", "\u2013", "-", "\u2019", "'", "\u201c", `"`, "\u201d", `"`)
+	return strings.Join(strings.Fields(r.Replace(s)), " ")
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/cozystack/vlan-conformance/framework/claims"
@@ -59,5 +60,28 @@ func TestEveryClaimHasASpecAndAControlOrAnExemption(t *testing.T) {
 		if !known[id] {
 			t.Errorf("controls %v name %s, which is not in the catalogue", cs, id)
 		}
+	}
+}
+
+// Every quote is in the guide the brief gives (seed 000), word for word
+// once markdown is set aside, and names a claim of the catalogue.
+func TestQuotesAreTheGuidesWords(t *testing.T) {
+	b, err := os.ReadFile("../../../shared/seeds/000_424c5aba06eeae91.txt")
+	if err != nil {
+		t.Skip("the seed guide is not beside this checkout")
+	}
+	guide := claims.Normalize(string(b))
+	n := 0
+	for _, c := range claims.All {
+		if c.Quote == "" {
+			continue
+		}
+		n++
+		if !strings.Contains(guide, claims.Normalize(c.Quote)) {
+			t.Errorf("%s: %q is not in the guide", c.ID, c.Quote)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no claim has a quote")
 	}
 }

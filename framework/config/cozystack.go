@@ -57,11 +57,10 @@ func (c *Config) validateCozystack() error {
 	if _, err := stager.ParseSubject([]byte(s.Multus.Render.Manifest), rel.Path(cozystack.MultusChart)); err != nil {
 		return fmt.Errorf("--cozystack: the rendered multus chart has no stager subject: %w", err)
 	}
-	if c.Tier == "cluster" && !c.ExistingCluster() {
-		if c.Cluster.CNIPluginsImage == "" {
-			return fmt.Errorf("--cozystack on a kind cluster needs --cni-plugins-image (the multus image built from the release's Dockerfile): its image references cannot be pulled here")
-		}
-		// The image loaded into the nodes must be the release's build.
+	// On a kind cluster the release's image references are pulled as they
+	// are, unless --cni-plugins-image names a local build (the offline
+	// lane), which must then be the release's build.
+	if c.Tier == "cluster" && !c.ExistingCluster() && c.Cluster.CNIPluginsImage != "" {
 		if p := multusProvenance(c.Cluster.ImagesArchives); p != "" {
 			if err := img.CheckProvenance(p); err != nil {
 				return fmt.Errorf("--cozystack: %w (rebuild it: make offline-images COZYSTACK=%s)", err, c.Cozystack)

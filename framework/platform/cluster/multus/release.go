@@ -87,11 +87,12 @@ func stagingName(s cozystack.Staging) string {
 }
 
 // rewriteImages points every container of the DaemonSet at the locally
-// built multus image (--cni-plugins-image), the only change to it.
+// built multus image (--cni-plugins-image, the offline lane), the only
+// change to it; without one the chart's references are pulled.
 func (m *Multus) rewriteImages(o *unstructured.Unstructured, l *cozystack.Ledger) error {
 	img := m.cfg.Cluster.CNIPluginsImage
 	if img == "" {
-		return fmt.Errorf("--cozystack on a kind cluster needs --cni-plugins-image: the release's multus image reference cannot be pulled here")
+		return nil // pulled as the chart names it
 	}
 	for _, field := range []string{"initContainers", "containers"} {
 		cs, _, err := unstructured.NestedSlice(o.Object, "spec", "template", "spec", field)
