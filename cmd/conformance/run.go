@@ -179,12 +179,16 @@ var (
 )
 
 // mergeJUnit joins the <testsuite> elements of several Ginkgo JUnit files
-// into one file, so junit.xml holds every spec of the run once: the specs a
-// part's filter left out are dropped (the suite-level counts stay per part).
-// A part whose file does not exist is left out and returned in missing: the
-// caller reports it as a failed part.
+// into one file, so junit.xml holds every spec of the run once. A spec a
+// part's filter left out is recorded there as a bare "skipped", as is one
+// skipped by an interrupt or a deadline: a bare skip is dropped only where
+// another part ran the spec, and one copy is kept where none did, so a
+// spec that never ran still shows. The suite-level counts stay per part.
+// A part whose file does not exist is left out and returned in missing:
+// the caller reports it as a failed part.
 func mergeJUnit(out string, parts ...string) (missing []string, err error) {
-	var body strings.Builder
+	var bodies [][]byte
+	ran := map[string]bool{} // specs some part gave a verdict other than a bare skip
 	for _, p := range parts {
 		b, err := os.ReadFile(p)
 		if os.IsNotExist(err) {
@@ -198,9 +202,38 @@ func mergeJUnit(out string, parts ...string) (missing []string, err error) {
 		if m == nil {
 			return nil, fmt.Errorf("%s: no <testsuites>", p)
 		}
-		body.Write(filteredRE.ReplaceAll(m[1], nil))
+		bodies = append(bodies, m[1])
+		for _, tc := range testcaseRE.FindAll(m[1], -1) {
+			if !filteredRE.Match(tc) {
+				ran[caseName(tc)] = true
+			}
+		}
+	}
+	kept := map[string]bool{}
+	var body strings.Builder
+	for _, b := range bodies {
+		body.Write(filteredRE.ReplaceAllFunc(b, func(tc []byte) []byte {
+			n := caseName(tc)
+			if ran[n] || kept[n] {
+				return nil
+			}
+			kept[n] = true
+			return tc
+		}))
 	}
 	return missing, writeJUnit(out, body.String())
+}
+
+var (
+	testcaseRE = regexp.MustCompile(`(?s)<testcase [^>]*>.*?</testcase>`)
+	caseNameRE = regexp.MustCompile(`<testcase name="([^"]*)"`)
+)
+
+func caseName(tc []byte) string {
+	if m := caseNameRE.FindSubmatch(tc); m != nil {
+		return string(m[1])
+	}
+	return ""
 }
 
 func writeJUnit(path, suites string) error {

@@ -60,6 +60,30 @@ func TestMergeJUnitKeepsEachSpecOnce(t *testing.T) {
 	}
 }
 
+// A spec no part ran (an interrupt or a deadline skips it as bare
+// "skipped", as a filter does) is kept once, so its claim still shows.
+func TestMergeJUnitKeepsASpecNoPartRan(t *testing.T) {
+	dir := t.TempDir()
+	bare := `<testcase name="[It] d [ARP-03]" status="skipped" time="0"><skipped message="skipped"></skipped></testcase>`
+	var parts []string
+	for _, n := range []string{"n.xml", "l.xml"} {
+		p := filepath.Join(dir, n)
+		os.WriteFile(p, []byte(`<testsuites><testsuite name="s">`+bare+`</testsuite></testsuites>`), 0o644)
+		parts = append(parts, p)
+	}
+	out := filepath.Join(dir, "junit.xml")
+	if _, err := mergeJUnit(out, parts...); err != nil {
+		t.Fatal(err)
+	}
+	cases, err := report.ReadJUnit(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) != 1 || cases[0].Name != "[It] d [ARP-03]" {
+		t.Errorf("merged %v, want the spec once", cases)
+	}
+}
+
 // --report-dir and --work-dir outside the checkout are shared with the lab
 // VM (created if missing); those inside it, or inside one another, are not
 // shared twice.

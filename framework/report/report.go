@@ -209,6 +209,10 @@ func skipReason(tc TestCase, reasons map[string]string) string {
 	if r, ok := reasons[container(tc.Name)]; ok {
 		return r
 	}
+	if tc.Skipped != nil && strings.TrimSpace(tc.Skipped.Message) == "skipped" {
+		// Ginkgo's bare skip: the spec was not run at all.
+		return "not run: left out by the label filter, or skipped by an interrupt or the suite's deadline (the suite's log says which)"
+	}
 	return "skipped in its container's setup; the suite's log has the reason"
 }
 
