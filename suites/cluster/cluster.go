@@ -228,7 +228,7 @@ var (
 // Not labelled stager (that label selects the specs needing no platform):
 // these observe the stager as the Multus DaemonSet runs it on real nodes.
 func stagerSpecs(r *run.Run) {
-	Describe("The stager in the Multus DaemonSet, on the nodes", labels.Cluster, Ordered, func() {
+	Describe("The stager in the Multus DaemonSet, on the nodes", labels.Cluster, Ordered, ContinueOnFailure, func() {
 		f := framework.New(r, "stager")
 		var (
 			p       platform.Platform

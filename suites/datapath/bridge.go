@@ -28,7 +28,7 @@ func Specs(r *run.Run) {
 }
 
 func bridgeSpecs(r *run.Run) {
-	Describe("A VM bridged onto VLAN 100 through br100", labels.Datapath, Ordered, func() {
+	Describe("A VM bridged onto VLAN 100 through br100", labels.Datapath, Ordered, ContinueOnFailure, func() {
 		f := framework.New(r, "datapath")
 		var (
 			p              platform.Platform

@@ -21,7 +21,7 @@ import (
 const neighFailedBound = 6 * time.Second
 
 func macvlanSpecs(r *run.Run) {
-	Describe("A node provisioned for macvlan", labels.Datapath, Ordered, func() {
+	Describe("A node provisioned for macvlan", labels.Datapath, Ordered, ContinueOnFailure, func() {
 		f := framework.New(r, "macvlan")
 		var (
 			p    platform.Platform

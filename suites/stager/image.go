@@ -16,7 +16,7 @@ import (
 // /cni-plugins (--stager-image, or the suite's reference build), before any
 // script runs.
 func imageSpecs(r *run.Run) {
-	Describe("The multus image's /cni-plugins", labels.Stager, Ordered, func() {
+	Describe("The multus image's /cni-plugins", labels.Stager, Ordered, ContinueOnFailure, func() {
 		var lab *stager.Lab
 
 		BeforeAll(func() {
