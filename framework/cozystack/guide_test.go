@@ -1,0 +1,164 @@
+package cozystack
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/netip"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func guide(t *testing.T) *Guide {
+	t.Helper()
+	g, err := subject(t).Guide()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestGuideAsShipped(t *testing.T) {
+	g := guide(t)
+	b, err := os.ReadFile(g.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	if g.SHA256 != hex.EncodeToString(sum[:]) || g.Text != string(b) || !strings.HasSuffix(g.Path, GuidePath) {
+		t.Fatalf("the guide read is not the file: %s %s", g.Path, g.SHA256)
+	}
+	// One YAML block per numbered step; the opt-out block precedes them.
+	for _, s := range []int{1, 2, 3} {
+		if bs := g.Step(s); len(bs) != 1 || bs[0].Lang != "yaml" || !strings.HasPrefix(bs[0].Heading, "Step ") {
+			t.Errorf("step %d: blocks %+v", s, bs)
+		}
+	}
+	if bs := g.Step(0); len(bs) == 0 || bs[0].Heading != "Staging the reference CNI plugins" || !strings.Contains(bs[0].Content, "stageCniPlugins: false") {
+		t.Errorf("the blocks outside the steps: %+v", bs)
+	}
+}
+
+// Step 2's NAD, read off the guide, is the bridge step 1 creates.
+func TestGuideNAD(t *testing.T) {
+	g := guide(t)
+	nad, err := g.NAD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nad.Name != "vlan100" || nad.Namespace != "tenant-example" || nad.Block.Step != 2 {
+		t.Fatalf("%+v", nad)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal([]byte(nad.Config), &cfg); err != nil {
+		t.Fatalf("spec.config is not JSON: %v\n%s", err, nad.Config)
+	}
+	if cfg["type"] != "bridge" || cfg["bridge"] != "br100" || !reflect.DeepEqual(cfg["ipam"], map[string]any{}) {
+		t.Fatalf("spec.config: %v", cfg)
+	}
+	step1, _ := decode(g.Step(1)[0].Content)
+	if len(step1) != 1 {
+		t.Fatalf("step 1's block: %+v", g.Step(1))
+	}
+	bridges, _ := step1[0].Object["network"].(map[string]any)["bridges"].(map[string]any)
+	if _, ok := bridges[cfg["bridge"].(string)]; !ok {
+		t.Fatalf("the NAD's bridge %v is not one step 1 creates: %v", cfg["bridge"], bridges)
+	}
+}
+
+// Step 3's values attach the VM to step 2's NAD with an address in step
+// 1's subnet, written by netplan from the userData.
+func TestGuideVMValues(t *testing.T) {
+	g := guide(t)
+	v, err := g.VMValues()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nad, _ := g.NAD()
+	if v.Block.Step != 3 || v.Name != "" || v.Namespace != "" {
+		t.Fatalf("step 3 is no longer bare values: %+v", v)
+	}
+	if v.Values["instanceType"] != "u1.medium" || v.Values["instanceProfile"] != "ubuntu" {
+		t.Errorf("instancetype and preference: %v", v.Values)
+	}
+	if want := []any{map[string]any{"name": nad.Name}}; !reflect.DeepEqual(v.Values["networks"], want) {
+		t.Errorf("networks %v, want %v", v.Values["networks"], want)
+	}
+	if !strings.HasPrefix(v.UserData(), "#cloud-config\n") || !strings.Contains(v.UserData(), "netplan apply") {
+		t.Errorf("userData: %q", v.UserData())
+	}
+	files, err := v.Netplan()
+	if err != nil || len(files) != 1 {
+		t.Fatalf("netplan files %+v: %v", files, err)
+	}
+	f := files[0]
+	if f.Path != "/etc/netplan/60-vlan100.yaml" || f.Permissions != "0600" {
+		t.Errorf("%+v", f)
+	}
+	addrs := f.Addresses()
+	if len(addrs) != 1 || len(addrs["enp2s0"]) != 1 {
+		t.Fatalf("addresses %v", addrs)
+	}
+	guest := netip.MustParsePrefix(addrs["enp2s0"][0])
+	if !netip.MustParsePrefix("203.0.113.0/24").Contains(guest.Addr()) || guest.Addr() == netip.MustParseAddr("203.0.113.2") {
+		t.Errorf("the guest's %s is not a free address of step 1's VLAN", guest)
+	}
+}
+
+func TestGuideSays(t *testing.T) {
+	g := guide(t)
+	for _, s := range []string{
+		"it works with a Linux bridge and the bridge CNI plugin, and it does not work with macvlan.",
+		"Because KubeVirt puts the guest's MAC on the wire — not the macvlan child's",
+		"staging adds the ten it does not carry and rewrites the four that overlap with the same upstream version (v1.9.1 on both sides)",
+		"k3s keeps its own copies under /var/lib/rancher/k3s/data/cni [...] so /opt/cni/bin there can lack even bridge",
+		"The   node's default route\n must stay on the management interface.",
+		"KubeVirt user guide, Interfaces and Networks",
+	} {
+		if !g.Says(s) {
+			t.Errorf("the guide does not say %q", s)
+		}
+	}
+	for _, s := range []string{"", "it works with macvlan", "so /opt/cni/bin there can lack even bridge [...] k3s keeps its own copies"} {
+		if g.Says(s) {
+			t.Errorf("the guide says %q", s)
+		}
+	}
+}
+
+// A guide whose step 3 is a VMInstance manifest, with the fences and
+// headings the parser must get right.
+func TestParseGuideManifest(t *testing.T) {
+	text := "# T\n## Step 2 — NAD\n### Details\n~~~yaml\napiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: v7\nspec:\n  config: '{\"type\":\"bridge\"}'\n~~~\n" +
+		"## Step 3 — VM\n````markdown\n```yaml\nkind: NetworkAttachmentDefinition\n```\n````\n" +
+		"  ```yaml\n  apiVersion: apps.cozystack.io/v1alpha1\n  kind: VMInstance\n  metadata:\n    name: vm1\n    namespace: tenant-x\n  spec:\n    networks:\n    - name: v7\n  ```\n" +
+		"## Gotchas\n```sh\nnetplan apply\n"
+	g := ParseGuide("x.md", []byte(text))
+	var got []string
+	for _, b := range g.Blocks {
+		got = append(got, strings.Join([]string{b.Lang, b.Heading, string(rune('0' + b.Step))}, "|"))
+	}
+	want := []string{"yaml|Details|2", "markdown|Step 3 — VM|3", "yaml|Step 3 — VM|3", "sh|Gotchas|0"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("blocks %v, want %v", got, want)
+	}
+	if g.Blocks[2].Content[:11] != "apiVersion:" || g.Blocks[3].Content != "netplan apply\n" {
+		t.Fatalf("contents %q %q", g.Blocks[2].Content, g.Blocks[3].Content)
+	}
+	nad, err := g.NAD()
+	if err != nil || nad.Name != "v7" || nad.Namespace != "" || nad.Config != `{"type":"bridge"}` {
+		t.Fatalf("%+v %v", nad, err)
+	}
+	app, err := g.VMApp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rel := app.Release(); rel.Name != "vm-instance-vm1" || rel.Namespace != "tenant-x" || !reflect.DeepEqual(app.Values["networks"], []any{map[string]any{"name": "v7"}}) {
+		t.Fatalf("%+v", app)
+	}
+	if _, err := ParseGuide("y.md", []byte("## Step 3\n```yaml\nfoo: [\n```\n")).VMValues(); err == nil || !strings.Contains(err.Error(), "do not parse") {
+		t.Fatalf("a broken block: %v", err)
+	}
+}
