@@ -2,6 +2,8 @@ package cozystack
 
 import (
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -65,5 +67,43 @@ func TestBreakTypoToFalse(t *testing.T) {
 	}
 	if p, _, err := c.StagingOn("isp-full-generic", Unset, nil); err != nil || p.MultusValues["stageCniPlugins"] != true {
 		t.Fatalf("the broken copy changed the unset default: %v %v", p, err)
+	}
+}
+
+// A build's provenance matches the Dockerfile it followed, and a build
+// without the release's patches is refused, naming what differs.
+func TestCheckProvenance(t *testing.T) {
+	img, err := subject(t).MultusImage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := img.Provenance()
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(m map[string]string) string {
+		var b strings.Builder
+		for k, v := range m {
+			b.WriteString(k + "=" + v + "\n")
+		}
+		p := filepath.Join(t.TempDir(), "multus.provenance")
+		os.WriteFile(p, []byte(b.String()), 0o644)
+		return p
+	}
+	if err := img.CheckProvenance(write(want)); err != nil {
+		t.Fatalf("the release's own provenance: %v", err)
+	}
+	unpatched := map[string]string{}
+	for k, v := range want {
+		unpatched[k] = v
+	}
+	unpatched["patches"] = ""
+	if err := img.CheckProvenance(write(unpatched)); err == nil || !strings.Contains(err.Error(), "patches") {
+		t.Fatalf("an unpatched build: %v", err)
+	}
+	if os.Getenv("VCF_MULTUS_PROVENANCE") != "" {
+		if err := img.CheckProvenance(os.Getenv("VCF_MULTUS_PROVENANCE")); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
