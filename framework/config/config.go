@@ -112,22 +112,32 @@ func (c *Config) Validate() error {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	inside := func(flagName, addr string, p netip.Prefix) {
+	inside := func(flagName, addr string, p netip.Prefix) (netip.Addr, bool) {
 		a, err := netip.ParseAddr(addr)
 		if err != nil {
 			add("%s %q: not an IP address", flagName, addr)
-			return
+			return a, false
 		}
 		if p.IsValid() && !p.Contains(a) {
 			add("%s %s: outside the subnet %s", flagName, a, p)
+			return a, false
 		}
+		return a, p.IsValid()
 	}
-	inside("--gateway", c.Gateway, subnet)
-	inside("--other-gateway", c.OtherGateway, other)
-	if g, err := netip.ParsePrefix(c.GuestAddr); err != nil {
+	gw, gwOK := inside("--gateway", c.Gateway, subnet)
+	otherGW, otherOK := inside("--other-gateway", c.OtherGateway, other)
+	g, err := netip.ParsePrefix(c.GuestAddr)
+	guestOK := err == nil && subnet.IsValid() && subnet.Contains(g.Addr()) && g.Bits() == subnet.Bits()
+	if err != nil {
 		add("--guest-address %q: want an address with prefix length, e.g. 203.0.113.10/24", c.GuestAddr)
-	} else if subnet.IsValid() && (!subnet.Contains(g.Addr()) || g.Bits() != subnet.Bits()) {
+	} else if subnet.IsValid() && !guestOK {
 		add("--guest-address %s: not in the subnet %s", g, subnet)
+	}
+	// Only flags that parsed are checked against the plan: one error each.
+	if gwOK && otherOK && guestOK {
+		if err := validateAddresses(AddressFlags{Subnet: subnet, Gateway: gw, Guest: g, OtherSubnet: other, OtherGateway: otherGW}); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if subnet.IsValid() && other.IsValid() && subnet.Overlaps(other) {
 		add("--other-subnet %s overlaps --subnet %s", other, subnet)
