@@ -148,7 +148,8 @@ cluster-dry-run: $(DRIVER)
 
 # Up, run, report, down: the suite makes the cluster in
 # SynchronizedBeforeSuite and deletes it at the end (reused and kept if
-# `make kind-up` made it); kind's logs land in reports/kind-logs on failure.
+# `make kind-up` made it; a cluster a killed run left is deleted and made
+# afresh); kind's logs land in reports/kind-logs on failure.
 # OFFLINE=1: every image built here (`make offline-images`), no registry.
 # WORKLOAD=vm: KubeVirt (built here, images/kubevirt) and VMs from the
 # offline guest image; WORKLOAD=pod: pods attached by Multus, no KubeVirt.

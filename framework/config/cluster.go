@@ -100,7 +100,7 @@ func registerCluster(fs *flag.FlagSet, c *Config) {
 	cl := &c.Cluster
 	fs.BoolVar(&cl.DryRun, "dry-run", false, "cluster tier: print every object and node action it would apply, in order, and exit")
 	fs.BoolVar(&cl.KeepCluster, "keep-cluster", false, "cluster tier: keep the kind cluster this run made (delete it later with `make kind-down`)")
-	fs.StringVar(&cl.KindName, "kind-name", "vcf", "cluster tier: kind cluster name (an existing one of this name is reused and kept)")
+	fs.StringVar(&cl.KindName, "kind-name", "vcf", "cluster tier: kind cluster name (one of this name that is there is reused if `make kind-up` or --keep-cluster made it, else deleted and made afresh)")
 	fs.StringVar(&cl.KindNodeImage, "kind-node-image", "", "cluster tier: kind node image (default: the kind release's)")
 	fs.StringVar(&cl.KindConfig, "kind-config", "", "cluster tier: kind cluster config (default: kind-config/cluster.yaml, built in)")
 	fs.StringVar(&cl.Runtime, "container-runtime", "docker", "cluster tier: the container runtime kind drives: docker, podman or nerdctl")

@@ -34,7 +34,9 @@ done
 [ "$removed" -eq 0 ] || log "removed $removed earlier build(s) of the node image (untagged by the load)"
 
 if [ -n "$(docker ps -aq --filter label=io.x-k8s.kind.cluster)" ]; then
-	log "a kind cluster is there (a kind-up one is reused): its room is taken already, not checked"
+	# A kept one (kind-up) is reused; a leftover the run deletes before it
+	# makes its own, so the room it takes now is the room the run gets.
+	log "a kind cluster is there (reused if kind-up made it, else deleted by the run): its room is taken already, not checked"
 	exit 0
 fi
 root=$(docker info --format '{{.DockerRootDir}}')

@@ -104,7 +104,7 @@ func (c *Cluster) planKind(p *plan.Plan, raw []byte, kc *v1alpha4.Cluster, all [
 		configName = "kind-config/cluster.yaml"
 	}
 	kubeconfig := filepath.Join(c.work, "kind-"+cl.KindName+".kubeconfig")
-	p.Add("cluster", fmt.Sprintf("kind: create cluster %s with %s (runtime %s, node image %s: %s), kubeconfig %s; an existing cluster of that name is reused and kept",
+	p.Add("cluster", fmt.Sprintf("kind: create cluster %s with %s (runtime %s, node image %s: %s), kubeconfig %s; an existing cluster of that name is reused if it was made to be kept (kind-up, --keep-cluster), deleted and made afresh if a run left it behind",
 		cl.KindName, configName, cl.Runtime, image, strings.Join(all, ", "), kubeconfig), nil, func(ctx context.Context) error {
 		raw, fixes, err := kind.HostFixes(raw)
 		if err != nil {
@@ -118,9 +118,12 @@ func (c *Cluster) planKind(p *plan.Plan, raw []byte, kc *v1alpha4.Cluster, all [
 			wait = 0 // nodes turn Ready only once the suite gives them a pod network
 		}
 		c.kube.Kubeconfig = kubeconfig
-		k, err := kind.Up(kind.Options{Name: cl.KindName, Runtime: cl.Runtime, Config: raw, NodeImage: cl.KindNodeImage, KubeconfigPath: kubeconfig, WaitForReady: wait})
+		k, err := kind.Up(kind.Options{Name: cl.KindName, Runtime: cl.Runtime, Config: raw, NodeImage: cl.KindNodeImage, KubeconfigPath: kubeconfig, WaitForReady: wait, Keep: cl.KeepCluster})
 		if err != nil {
 			return err
+		}
+		if k.Replaced != "" {
+			fmt.Fprintln(os.Stderr, "kind: "+k.Replaced)
 		}
 		c.kind = k
 		c.timeline.Mark(timeline.Cluster)

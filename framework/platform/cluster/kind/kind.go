@@ -79,6 +79,7 @@ type Options struct {
 	NodeImage      string // "" = kind's default
 	KubeconfigPath string // where kind writes the kubeconfig (never ~/.kube/config)
 	WaitForReady   time.Duration
+	Keep           bool       // the cluster outlives the run (kind-up, --keep-cluster): marked kept
 	Logger         log.Logger // nil = silent
 }
 
@@ -86,7 +87,8 @@ type Options struct {
 type Cluster struct {
 	Name     string
 	Runtime  string
-	Created  bool // this run made it, so this run may delete it
+	Created  bool   // this run made it, so this run may delete it
+	Replaced string // why a cluster of this name that was there was deleted first ("" if none was)
 	provider *kindcluster.Provider
 }
 
@@ -107,7 +109,10 @@ func provider(runtime string, logger log.Logger) *kindcluster.Provider {
 }
 
 // Up returns the named cluster, making it if it does not exist. A cluster
-// that existed before (say `make kind-up`) is reused and never deleted.
+// that is there already is judged by its owner mark (Judge): a kept one
+// (`make kind-up`) is reused and never deleted; a leftover of a run that
+// is gone is deleted and made afresh (Replaced says why); one a live run
+// owns is an error.
 func Up(o Options) (*Cluster, error) {
 	p := provider(o.Runtime, o.Logger)
 	c := &Cluster{Name: o.Name, Runtime: o.Runtime, provider: p}
@@ -116,12 +121,22 @@ func Up(o Options) (*Cluster, error) {
 		return nil, fmt.Errorf("kind: list clusters with %s: %w", o.Runtime, err)
 	}
 	if slices.Contains(existing, o.Name) {
-		if o.KubeconfigPath != "" {
-			if err := p.ExportKubeConfig(o.Name, o.KubeconfigPath, false); err != nil {
-				return nil, fmt.Errorf("kind: kubeconfig of %s: %w", o.Name, err)
+		found, why := Judge(c.owner())
+		switch found {
+		case Busy:
+			return nil, fmt.Errorf("kind: cluster %s is there and %s: give this run another --kind-name, or wait", o.Name, why)
+		case Reuse:
+			if o.KubeconfigPath != "" {
+				if err := p.ExportKubeConfig(o.Name, o.KubeconfigPath, false); err != nil {
+					return nil, fmt.Errorf("kind: kubeconfig of %s: %w", o.Name, err)
+				}
 			}
+			return c, nil
 		}
-		return c, nil
+		c.Replaced = fmt.Sprintf("cluster %s was there and %s: deleted, made afresh", o.Name, why)
+		if err := p.Delete(o.Name, ""); err != nil {
+			return nil, fmt.Errorf("kind: delete the leftover cluster %s: %w", o.Name, err)
+		}
 	}
 	opts := []kindcluster.CreateOption{
 		kindcluster.CreateWithRawConfig(o.Config),
@@ -135,11 +150,49 @@ func Up(o Options) (*Cluster, error) {
 	if o.KubeconfigPath != "" {
 		opts = append(opts, kindcluster.CreateWithKubeconfigPath(o.KubeconfigPath))
 	}
+	// A run killed before the mark leaves a cluster with none: to Judge,
+	// a leftover as well.
 	if err := p.Create(o.Name, opts...); err != nil {
 		return nil, fmt.Errorf("kind: create cluster %s: %w", o.Name, err)
 	}
 	c.Created = true
+	if err := c.mark(ThisRun(o.Keep)); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// owner is the content of the cluster's owner file, "" if it has none (or
+// its node cannot be read: then no run can vouch for it either).
+func (c *Cluster) owner() string {
+	n, err := c.bootstrapNode()
+	if err != nil {
+		return ""
+	}
+	var out bytes.Buffer
+	if err := n.Command("cat", OwnerFile).SetStdout(&out).Run(); err != nil {
+		return ""
+	}
+	return out.String()
+}
+
+func (c *Cluster) mark(o Owner) error {
+	n, err := c.bootstrapNode()
+	if err != nil {
+		return err
+	}
+	if err := nodeutils.WriteFile(n, OwnerFile, o.String()); err != nil {
+		return fmt.Errorf("kind: mark cluster %s with its owner (%s): %w", c.Name, OwnerFile, err)
+	}
+	return nil
+}
+
+func (c *Cluster) bootstrapNode() (nodes.Node, error) {
+	ns, err := c.provider.ListInternalNodes(c.Name)
+	if err != nil {
+		return nil, err
+	}
+	return nodeutils.BootstrapControlPlaneNode(ns)
 }
 
 // Find returns an existing cluster without making one.

@@ -61,7 +61,10 @@ func (s Stage) Wait(ctx context.Context) error {
 	var terminal error
 	err := e2ewait.For(func(ctx context.Context) (bool, error) {
 		done, st, err := s.Check(ctx)
-		if st != "" {
+		// A check the deadline cut short saw nothing of the stage ("client
+		// rate limiter Wait returned an error: context deadline exceeded"):
+		// the error quotes the last status that was a real reading.
+		if st != "" && ctx.Err() == nil {
 			status = st
 		}
 		switch {

@@ -32,6 +32,23 @@ func TestStageWait(t *testing.T) {
 		t.Fatalf("timeout: %v", err)
 	}
 
+	// The last check, cut short by the deadline, reads as the deadline
+	// (as client-go's rate limiter says it); the error keeps the reading
+	// before it. Seen in CI: "reading the APIService: client rate limiter
+	// Wait returned an error: context deadline exceeded" hid the condition.
+	cut := Stage{Name: "kubevirt-api", Timeout: 40 * time.Millisecond, Check: func(ctx context.Context) (bool, string, error) {
+		select {
+		case <-ctx.Done():
+			return false, "reading the APIService: " + ctx.Err().Error(), nil
+		case <-time.After(15 * time.Millisecond):
+			return false, "Available=False (FailedDiscoveryCheck: 503)", nil
+		}
+	}}
+	err = cut.Wait(context.Background())
+	if !errors.As(err, &se) || se.Status != "Available=False (FailedDiscoveryCheck: 503)" {
+		t.Fatalf("cut short: %v", err)
+	}
+
 	cause := errors.New("FailedCreatePodSandBox")
 	broken := Stage{Name: "vmi", What: "VMI Ready", Timeout: time.Minute, Check: func(context.Context) (bool, string, error) {
 		return false, "Scheduling", cause
