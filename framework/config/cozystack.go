@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/cozystack/vlan-conformance/fixtures"
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
 	"github.com/cozystack/vlan-conformance/framework/stager"
 )
@@ -29,6 +31,64 @@ type Subject struct {
 	Ledger *cozystack.Ledger
 	// Manifest is where Prepare wrote the rendered multus chart.
 	Manifest string
+	// Guide is the guide as the release ships it: its step 2 NAD and its
+	// step 3 userData are what the specs apply (NADConfig, UserData).
+	Guide   *cozystack.Guide
+	nad     *cozystack.GuideNAD
+	vm      *cozystack.GuideVM
+	vlanNIC string
+	// The VM lane's renders (cluster tier, --workload=vm): the platform
+	// with the iaas bundle on, the instancetypes to apply before any VM,
+	// and KubeVirt as Cozystack configures it.
+	IaaS          *cozystack.IaaS
+	Instancetypes *cozystack.Instancetypes
+	KubeVirt      *cozystack.KubeVirt
+}
+
+// GuideNADFixture is the fixture the guide's step 2 NAD stands for.
+const GuideNADFixture = "vlan100-bridge"
+
+// NADConfig is spec.config of the named NAD fixture. Under a release the
+// guide's own step 2 NAD stands for the bridge one; the others (jumbo,
+// macvlan) are the suite's variations and stay its fixtures.
+func (s *Subject) NADConfig(fixture string) string {
+	if s != nil && fixture == GuideNADFixture {
+		return s.nad.Config
+	}
+	return fixtures.NAD(fixture)
+}
+
+// UserData is the VM's userData at addr: the guide's step 3 cloud-config
+// under a release (its one address replaced, checked by Validate), the
+// suite's reference copy otherwise.
+func (s *Subject) UserData(addr string) string {
+	if s == nil {
+		return fixtures.CloudInit(addr)
+	}
+	ud, err := s.vm.UserDataAt(addr)
+	if err != nil {
+		panic(err) // Validate checked it
+	}
+	return ud
+}
+
+// VLANNIC is the guest interface the guide's netplan gives the VLAN
+// address (enp2s0 in the guide): a real guest names its NICs from the
+// devices the instancetype and preference give, so a spec reading it in
+// the guest checks that the guide's name holds.
+func (s *Subject) VLANNIC() string {
+	if s == nil {
+		return fixtures.VLANNIC
+	}
+	return s.vlanNIC
+}
+
+// GuideVM is step 3's application (nil without a release).
+func (s *Subject) GuideVM() *cozystack.GuideVM {
+	if s == nil {
+		return nil
+	}
+	return s.vm
 }
 
 func registerCozystack(fs *flag.FlagSet, c *Config) {
@@ -57,6 +117,14 @@ func (c *Config) validateCozystack() error {
 	if _, err := stager.ParseSubject([]byte(s.Multus.Render.Manifest), rel.Path(cozystack.MultusChart)); err != nil {
 		return fmt.Errorf("--cozystack: the rendered multus chart has no stager subject: %w", err)
 	}
+	if err := s.readGuide(); err != nil {
+		return fmt.Errorf("--cozystack: %w", err)
+	}
+	if c.Tier == "cluster" && c.Cluster.Workload == "vm" {
+		if err := s.renderVMLane(); err != nil {
+			return fmt.Errorf("--cozystack: %w", err)
+		}
+	}
 	// On a kind cluster the release's image references are pulled as they
 	// are, unless --cni-plugins-image names a local build (the offline
 	// lane), which must then be the release's build.
@@ -74,6 +142,47 @@ func (c *Config) validateCozystack() error {
 		}
 	}
 	c.subject = s
+	return nil
+}
+
+// readGuide reads the shipped guide's step 2 NAD and step 3 values, and
+// checks that its userData can be given each VM's address.
+func (s *Subject) readGuide() (err error) {
+	if s.Guide, err = s.Release.Guide(); err != nil {
+		return err
+	}
+	if s.nad, err = s.Guide.NAD(); err != nil {
+		return err
+	}
+	if s.vm, err = s.Guide.VMValues(); err != nil {
+		return err
+	}
+	if _, err = s.vm.UserDataAt("192.0.2.1/24"); err != nil {
+		return err
+	}
+	addr, _ := s.vm.Address()
+	files, _ := s.vm.Netplan()
+	for _, f := range files {
+		for nic, as := range f.Addresses() {
+			if slices.Contains(as, addr) {
+				s.vlanNIC = nic
+			}
+		}
+	}
+	return nil
+}
+
+// renderVMLane renders what the VM lane takes from the release.
+func (s *Subject) renderVMLane() (err error) {
+	if s.IaaS, err = s.Release.RenderIaaS(DefaultVariant, s.Ledger); err != nil {
+		return fmt.Errorf("rendering the platform with the iaas bundle (variant %s): %w", DefaultVariant, err)
+	}
+	if s.Instancetypes, err = s.Release.RenderInstancetypes(s.IaaS); err != nil {
+		return err
+	}
+	if s.KubeVirt, err = s.Release.RenderKubeVirt(s.IaaS, s.Ledger); err != nil {
+		return err
+	}
 	return nil
 }
 

@@ -312,3 +312,39 @@ func (n NetplanFile) Addresses() map[string][]string {
 	}
 	return out
 }
+
+// UserDataAt is the guide's userData with its one static address (the
+// netplan of step 3, 203.0.113.10/24 in the guide) replaced by addr: each
+// VM of a run needs its own address, and nothing else of the guide's
+// cloud-config changes. A guide whose netplan gives no address, or more
+// than one, or whose userData names it more than once, cannot be used so,
+// and says why.
+func (v *GuideVM) UserDataAt(addr string) (string, error) {
+	old, err := v.Address()
+	if err != nil {
+		return "", err
+	}
+	ud := v.UserData()
+	if n := strings.Count(ud, old); n != 1 {
+		return "", fmt.Errorf("the guide's step 3 userData (line %d) names its address %s %d times; the suite replaces exactly one", v.Block.Line, old, n)
+	}
+	return strings.Replace(ud, old, addr, 1), nil
+}
+
+// Address is the one static address the netplan of step 3 gives.
+func (v *GuideVM) Address() (string, error) {
+	files, err := v.Netplan()
+	if err != nil {
+		return "", err
+	}
+	var found []string
+	for _, f := range files {
+		for _, as := range f.Addresses() {
+			found = append(found, as...)
+		}
+	}
+	if len(found) != 1 {
+		return "", fmt.Errorf("the guide's step 3 netplan (line %d) gives %d static addresses %v; the suite replaces exactly one with each VM's own", v.Block.Line, len(found), found)
+	}
+	return found[0], nil
+}

@@ -162,3 +162,31 @@ func TestParseGuideManifest(t *testing.T) {
 		t.Fatalf("a broken block: %v", err)
 	}
 }
+
+// Each VM gets the guide's userData at its own address, nothing else
+// changed; a netplan the suite cannot give one address is refused.
+func TestUserDataAt(t *testing.T) {
+	v, err := guide(t).VMValues()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := v.Address()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ud, err := v.UserDataAt("198.51.100.7/24")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(ud, old) || strings.Replace(ud, "198.51.100.7/24", old, 1) != v.UserData() {
+		t.Errorf("not the guide's userData with %s replaced:\n%s", old, ud)
+	}
+	two := &GuideVM{Values: map[string]any{"cloudInit": strings.Replace(v.UserData(), "- "+old, "- "+old+"\n              - 192.0.2.9/24", 1)}}
+	if _, err := two.UserDataAt("198.51.100.7/24"); err == nil || !strings.Contains(err.Error(), "gives 2 static addresses") {
+		t.Errorf("two addresses: %v", err)
+	}
+	none := &GuideVM{Values: map[string]any{"cloudInit": "#cloud-config\nruncmd: [true]\n"}}
+	if _, err := none.UserDataAt("198.51.100.7/24"); err == nil || !strings.Contains(err.Error(), "gives 0 static addresses") {
+		t.Errorf("no address: %v", err)
+	}
+}

@@ -227,3 +227,25 @@ func (v *VMRender) Objects() []*unstructured.Unstructured {
 func (v *VMRender) Typed() (*kubevirtv1.VirtualMachine, error) {
 	return As[kubevirtv1.VirtualMachine](v.VM)
 }
+
+// VMAppFor is the guide's application as a run deploys one of its VMs:
+// the guide's values, with what each VM of the run has of its own set
+// (name, namespace, its networks, its userData). Source says which.
+func (g *Guide) VMAppFor(name, namespace string, networks []string, userData string) (VMApp, error) {
+	v, err := g.VMValues()
+	if err != nil {
+		return VMApp{}, err
+	}
+	values := map[string]any{}
+	for k, x := range v.Values {
+		values[k] = x
+	}
+	nets := make([]any, 0, len(networks))
+	for _, n := range networks {
+		nets = append(nets, map[string]any{"name": n})
+	}
+	values["networks"] = nets
+	values["cloudInit"] = userData
+	return VMApp{Name: name, Namespace: namespace, Values: values,
+		Source: fmt.Sprintf("the guide's vm-instance values (line %d), with each VM's own name, namespace, networks and cloudInit (the guide's, at the VM's own address) set by the suite", v.Block.Line)}, nil
+}

@@ -29,6 +29,9 @@ func startVM(ctx context.Context, f *framework.Framework, name string, node plat
 	if err != nil {
 		return nil, err
 	}
+	if s := f.Config().Subject(); s != nil && s.IaaS != nil && mac != "" {
+		f.Note("%s is the suite's own VirtualMachine, not the release's vm-instance render: that chart exposes no way to pin a MAC (%s pinned here)", v.Name(), mac)
+	}
 	return &vm{VM: v, addr: v.Addr.Addr()}, nil
 }
 

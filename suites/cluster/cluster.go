@@ -18,7 +18,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/cozystack/vlan-conformance/fixtures"
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/run"
@@ -64,7 +63,7 @@ func nadSpecs(r *run.Run) {
 			addr, err := f.NextAddress()
 			Expect(err).NotTo(HaveOccurred())
 			spec := platform.VMSpec{Name: "vm-nonad", Namespace: f.Namespace() + "-without-nad", Node: p.BridgeNodes()[0],
-				Networks: []string{"vlan100"}, CloudInit: fixtures.CloudInit(addr.String())}
+				Networks: []string{"vlan100"}, CloudInit: f.CloudInit(addr)}
 			Expect(k.StartVMNoWait(ctx, spec)).To(Succeed())
 
 			By("KubeVirt (an event, or the VMI's condition) or Multus reports the NAD missing in the VM's own namespace")
@@ -116,8 +115,9 @@ func recreateSpecs(r *run.Run) {
 			Expect(g.Recreate(ctx)).To(Succeed())
 			after, err := k.VMStatus(ctx, g)
 			Expect(err).NotTo(HaveOccurred())
-			inGuest, err := g.LinkMAC(ctx, fixtures.VLANNIC)
-			Expect(err).NotTo(HaveOccurred(), "reading %s's MAC inside the guest", fixtures.VLANNIC)
+			nic := f.Config().Subject().VLANNIC()
+			inGuest, err := g.LinkMAC(ctx, nic)
+			Expect(err).NotTo(HaveOccurred(), "reading %s's MAC inside the guest", nic)
 			// The gateway learns the MAC from the wire once the guest speaks.
 			gw, addr := p.Gateway(), g.Addr.Addr()
 			res, err := g.Ping(ctx, gw.Address())
@@ -125,10 +125,10 @@ func recreateSpecs(r *run.Run) {
 			Expect(res.Received).To(BeNumerically(">", 0), "the re-created guest must reach the gateway %s", gw.Address())
 			neigh, neighErr := gw.Neighbor(ctx, addr)
 			f.Note("VM UID %s -> %s; VMI status MAC of vlan100 %s -> %s; inside the guest %s has %s; the gateway's entry for %s: %s %v",
-				before.VMUID, after.VMUID, before.VLANMAC, after.VLANMAC, fixtures.VLANNIC, inGuest, addr, neigh.MAC, neighErr)
+				before.VMUID, after.VMUID, before.VLANMAC, after.VLANMAC, nic, inGuest, addr, neigh.MAC, neighErr)
 			Expect(after.VMUID).NotTo(Equal(before.VMUID), "the VirtualMachine object must really be re-created")
 			Expect(after.VLANMAC.String()).NotTo(Equal(before.VLANMAC.String()), "an unpinned VLAN NIC gets a fresh MAC on re-creation")
-			Expect(inGuest.String()).To(Equal(after.VLANMAC.String()), "the guest's own %s must carry the MAC of the VMI status", fixtures.VLANNIC)
+			Expect(inGuest.String()).To(Equal(after.VLANMAC.String()), "the guest's own %s must carry the MAC of the VMI status", nic)
 			if errors.Is(neighErr, evidence.ErrNotObservable) {
 				return // a user's gateway: two observations are all there is
 			}

@@ -13,7 +13,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/cozystack/vlan-conformance/fixtures"
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/platform"
@@ -63,13 +62,21 @@ func (f *Framework) Note(format string, args ...any) {
 	f.run.Artifacts().Note(f.Claim(), format, args...)
 }
 
-// ApplyNAD creates the fixture NAD under name in the tenant's namespace.
+// ApplyNAD creates the fixture NAD under name in the tenant's namespace;
+// under a release the guide's step 2 NAD stands for the bridge fixture
+// (config.Subject.NADConfig).
 func (f *Framework) ApplyNAD(ctx context.Context, name, fixture string) error {
 	p, err := f.Platform(ctx)
 	if err != nil {
 		return err
 	}
-	return p.ApplyNAD(ctx, f.Namespace(), platform.NAD{Name: name, Config: fixtures.NAD(fixture)})
+	return p.ApplyNAD(ctx, f.Namespace(), platform.NAD{Name: name, Config: f.Config().Subject().NADConfig(fixture)})
+}
+
+// CloudInit is the guide's userData at addr: the shipped guide's under a
+// release, the suite's reference copy otherwise.
+func (f *Framework) CloudInit(addr netip.Prefix) string {
+	return f.Config().Subject().UserData(addr.String())
 }
 
 // VM is a VM a spec started: Guest is its current incarnation, Addr the
@@ -99,7 +106,7 @@ func (f *Framework) StartVM(ctx context.Context, spec platform.VMSpec) (*VM, err
 	if err != nil {
 		return nil, err
 	}
-	spec.Namespace, spec.CloudInit = f.Namespace(), fixtures.CloudInit(addr.String())
+	spec.Namespace, spec.CloudInit = f.Namespace(), f.CloudInit(addr)
 	g, err := p.StartVM(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", spec.Name, err)

@@ -10,11 +10,14 @@ import (
 	"os"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/cozystack"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/plan"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/wait"
@@ -69,8 +72,10 @@ func Emulation(cl *config.ClusterConfig) (bool, string) {
 	return !ok, "--kubevirt-emulation=auto: " + why
 }
 
-// Plan adds the operator, the CR and the wait for it.
-func Plan(p *plan.Plan, cl *config.ClusterConfig, k *kube.Clients, timeout time.Duration) {
+// Plan adds the operator, the CR and the wait for it; under a release
+// (subj) the CR is the one its kubevirt chart renders (ReleaseCR), and its
+// instancetypes and preferences are applied before any VM.
+func Plan(p *plan.Plan, cl *config.ClusterConfig, subj *config.Subject, k *kube.Clients, timeout time.Duration) {
 	m := Manifest(cl)
 	p.Add("apply", "KubeVirt operator "+m.Describe(cl.ManifestsDir), nil, func(ctx context.Context) error {
 		b, err := m.Load(ctx, cl.ManifestsDir)
@@ -84,12 +89,46 @@ func Plan(p *plan.Plan, cl *config.ClusterConfig, k *kube.Clients, timeout time.
 		return k.Apply.Apply(ctx, objs)
 	})
 	emulation, why := Emulation(cl)
-	cr := CR(emulation)
-	p.Add("apply", "the KubeVirt CR (useEmulation: "+fmt.Sprint(emulation)+": "+why+")", cr, func(ctx context.Context) error {
-		return k.Apply.ApplyTyped(ctx, cr)
-	})
+	if subj != nil && subj.KubeVirt != nil {
+		cr := ReleaseCR(subj, emulation, why)
+		p.Add("apply", fmt.Sprintf("the KubeVirt CR chart %s renders (useEmulation: %v: %s; namespace %s)", cozystack.KubeVirtChart, emulation, why, Namespace), cr.Object, func(ctx context.Context) error {
+			return k.Apply.Apply(ctx, []*unstructured.Unstructured{cr})
+		})
+	} else {
+		cr := CR(emulation)
+		p.Add("apply", "the KubeVirt CR (useEmulation: "+fmt.Sprint(emulation)+": "+why+")", cr, func(ctx context.Context) error {
+			return k.Apply.ApplyTyped(ctx, cr)
+		})
+	}
 	p.Wait(AvailableStage(k, timeout))
 	p.Wait(SubresourcesStage(k, timeout))
+	if subj != nil && subj.Instancetypes != nil {
+		objs := append(append([]*unstructured.Unstructured{}, subj.Instancetypes.Instancetypes...), subj.Instancetypes.Preferences...)
+		p.Add("apply", fmt.Sprintf("chart %s as rendered: %d cluster instancetypes and %d preferences (the vm-instance chart looks up the ones a VM names)", cozystack.InstanceTypes, len(subj.Instancetypes.Instancetypes), len(subj.Instancetypes.Preferences)), nil, func(ctx context.Context) error {
+			return k.Apply.Apply(ctx, objs)
+		})
+	}
+}
+
+// ReleaseCR is the release's KubeVirt CR with what the lane must change,
+// each change in the ledger: useEmulation where the nodes give no usable
+// KVM, and the namespace of the upstream operator the lane installs
+// (Cozystack's own operator package runs it in the CR's namespace).
+func ReleaseCR(subj *config.Subject, emulation bool, why string) *unstructured.Unstructured {
+	rendered := subj.KubeVirt.CR
+	cr := rendered.DeepCopy()
+	if emulation {
+		cr = cozystack.WithEmulation(cr, subj.Ledger)
+	} else {
+		subj.Ledger.Add(cozystack.Change{Kind: "value", Object: "KubeVirt " + rendered.GetNamespace() + "/" + rendered.GetName(), What: "useEmulation left unset", Why: why})
+	}
+	obj := fmt.Sprintf("KubeVirt %s/%s", rendered.GetNamespace(), rendered.GetName())
+	if cr.GetNamespace() != Namespace {
+		subj.Ledger.Add(cozystack.Change{Kind: "patch", Object: obj, What: "metadata.namespace: " + cr.GetNamespace() + " → " + Namespace, Why: "the lane installs KubeVirt's upstream operator manifest, which runs in " + Namespace + "; virt-operator serves the CR of its own namespace only"})
+		cr.SetNamespace(Namespace)
+	}
+	subj.Ledger.Add(cozystack.Change{Kind: "patch", Object: obj, What: "rendered → applied, in full", Why: "the rows above and nothing else", Diff: cmp.Diff(rendered.Object, cr.Object)})
+	return cr
 }
 
 // AvailableStage waits for the KubeVirt CR wherever it is (kubevirt

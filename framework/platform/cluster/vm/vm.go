@@ -7,6 +7,8 @@
 package vm
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -203,4 +205,13 @@ func WithMultusNetwork(name, networkName string) Option {
 // WithNodeSelector pins the instance to nodes with these labels.
 func WithNodeSelector(sel map[string]string) Option {
 	return func(vm *kubevirtv1.VirtualMachine) { tmpl(vm).NodeSelector = sel }
+}
+
+// WithoutDisk removes a disk and the volume of the same name.
+func WithoutDisk(name string) Option {
+	return func(vm *kubevirtv1.VirtualMachine) {
+		s := tmpl(vm)
+		s.Domain.Devices.Disks = slices.DeleteFunc(s.Domain.Devices.Disks, func(d kubevirtv1.Disk) bool { return d.Name == name })
+		s.Volumes = slices.DeleteFunc(s.Volumes, func(v kubevirtv1.Volume) bool { return v.Name == name })
+	}
 }

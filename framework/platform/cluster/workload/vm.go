@@ -23,7 +23,8 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/wait"
 )
 
-// create applies a VM's Secret and VirtualMachine.
+// create applies a VM's objects: the release's chart rendered and patched
+// (release.go), or the suite's own rendering.
 func (w *Workloads) create(ctx context.Context, spec platform.VMSpec) error {
 	if err := w.owner.EnsureNamespace(ctx, w.kube, spec.Namespace); err != nil {
 		return err
@@ -31,6 +32,16 @@ func (w *Workloads) create(ctx context.Context, spec platform.VMSpec) error {
 	nodeName := ""
 	if spec.Node != nil {
 		nodeName = spec.Node.Name()
+	}
+	if w.fromRelease(spec) {
+		objs, err := w.releaseObjects(spec, nodeName)
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			w.owner.Record(spec.Namespace, o)
+		}
+		return w.kube.Apply.Apply(ctx, objs)
 	}
 	r := RenderVM(spec, w.img, nodeName)
 	w.owner.Record(spec.Namespace, r.Secret)

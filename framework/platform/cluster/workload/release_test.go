@@ -1,0 +1,165 @@
+package workload
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/cozystack"
+	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
+)
+
+// releaseWorkloads are the workloads of a VM lane whose subject is the
+// verbatim Cozystack subset (skipped when it is not beside the checkout).
+func releaseWorkloads(t *testing.T, extra ...string) *Workloads {
+	t.Helper()
+	dir := "../../../../../shared/subjects/cozystack"
+	if _, err := os.Stat(dir); err != nil {
+		t.Skip("no Cozystack subset at " + dir)
+	}
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	cfg := config.Register(fs)
+	if err := fs.Parse(append([]string{"--tier=cluster", "--cozystack=" + dir, "--cni-staging=stager", "--stager-manifest=../../../../fixtures/stager/multus-daemonset.yaml", "--cni-plugins-image=localhost/vcf/multus-cni:test", "--report-dir=" + t.TempDir(), "--work-dir=" + t.TempDir()}, extra...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("validate: %v", err)
+	}
+	if err := cfg.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	return New(cfg, nil, t.TempDir(), nil, nil, nil, nil)
+}
+
+// A VM of the lane is the chart's render of the guide's values with the
+// VM's own name, namespace, networks and userData, and nothing else
+// changed but the listed patches: the disk, the node, the console
+// password, the ownership label, and the WorkloadMonitor left out.
+func TestReleaseVMChangesOnlyWhatIsListed(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flags []string
+	}{
+		{"containerDisk", nil},
+		{"kernelBoot", []string{"--guest-image=localhost/vcf/guest:test", "--guest-kernel-boot=/boot/vmlinuz:/boot/initrd.img"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := releaseWorkloads(t, tc.flags...)
+			subj := w.cfg.Subject()
+			userData := subj.UserData("203.0.113.21/24")
+			spec := platform.VMSpec{Name: "vm-a", Namespace: "tenant-vlan", Networks: []string{"vlan100"}, CloudInit: userData}
+			objs, err := w.releaseObjects(spec, "vcf-worker2")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kinds []string
+			var vmObj, secret *unstructured.Unstructured
+			for _, o := range objs {
+				kinds = append(kinds, o.GetKind())
+				if o.GetLabels()[kube.OwnedLabel] != "true" || o.GetNamespace() != spec.Namespace {
+					t.Errorf("%s %s: labels %v, namespace %q", o.GetKind(), o.GetName(), o.GetLabels(), o.GetNamespace())
+				}
+				switch o.GetKind() {
+				case "VirtualMachine":
+					vmObj = o
+				case "Secret":
+					secret = o
+				}
+			}
+			sort.Strings(kinds)
+			if want := []string{"Role", "RoleBinding", "Secret", "Service", "VirtualMachine"}; !slices.Equal(kinds, want) {
+				t.Fatalf("applied %v, want %v (the WorkloadMonitor left out)", kinds, want)
+			}
+			if ud, _, _ := unstructured.NestedString(secret.Object, "stringData", "userdata"); !strings.HasPrefix(ud, strings.TrimSuffix(userData, "\n")) || !strings.Contains(ud, "203.0.113.21/24") || !strings.Contains(ud, "password: "+w.img.Password) {
+				t.Errorf("userdata is not the guide's at the VM's address plus the console password:\n%s", ud)
+			}
+
+			// The applied VM, its listed patches undone, is the render.
+			vm, err := cozystack.As[kubevirtv1.VirtualMachine](vmObj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := &vm.Spec.Template.Spec
+			if vm.Spec.Instancetype == nil || vm.Spec.Instancetype.Name != "u1.medium" || vm.Spec.Preference == nil || vm.Spec.Preference.Name != "ubuntu" {
+				t.Errorf("instancetype %+v, preference %+v: not the guide's", vm.Spec.Instancetype, vm.Spec.Preference)
+			}
+			if s.NodeSelector["kubernetes.io/hostname"] != "vcf-worker2" {
+				t.Errorf("nodeSelector %v", s.NodeSelector)
+			}
+			for _, v := range s.Volumes {
+				if v.DataVolume != nil {
+					t.Errorf("volume %s is still a DataVolume", v.Name)
+				}
+			}
+			if k, _ := w.img.KernelPaths(); k != "" {
+				if s.Domain.Firmware == nil || s.Domain.Firmware.KernelBoot == nil || s.Domain.Firmware.KernelBoot.Container.Image != w.img.Image {
+					t.Errorf("no kernelBoot from %s: %+v", w.img.Image, s.Domain.Firmware)
+				}
+				s.Domain.Firmware.KernelBoot = nil
+			} else {
+				s.Domain.Devices.Disks = slices.DeleteFunc(s.Domain.Devices.Disks, func(d kubevirtv1.Disk) bool { return d.Name == "disk-system" })
+				s.Volumes = slices.DeleteFunc(s.Volumes, func(v kubevirtv1.Volume) bool { return v.Name == "disk-system" })
+			}
+			s.NodeSelector = nil
+			delete(vm.Labels, kube.OwnedLabel)
+
+			rd, err := subj.Release.RenderVMInstance(mustApp(t, subj, spec), subj.IaaS, subj.Instancetypes, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := rd.Typed()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want.Namespace = spec.Namespace
+			ws := &want.Spec.Template.Spec
+			ws.Domain.Devices.Disks = slices.DeleteFunc(ws.Domain.Devices.Disks, func(d kubevirtv1.Disk) bool { return d.Name == "disk-example-system" })
+			ws.Volumes = slices.DeleteFunc(ws.Volumes, func(v kubevirtv1.Volume) bool { return v.Name == "disk-example-system" })
+			if d := cmp.Diff(want, vm); d != "" {
+				t.Errorf("the applied VM differs from the render by more than the listed patches:\n%s", d)
+			}
+
+			// The ledger lists each patch once, in general terms, and the
+			// artifacts hold both sides.
+			var rows []string
+			for _, c := range subj.Ledger.Changes() {
+				rows = append(rows, c.Kind+" "+c.Object+": "+c.What)
+				if strings.Contains(c.Object+c.What+c.Diff, spec.Namespace) || strings.Contains(c.Object+c.What, "vm-instance-vm-a") {
+					t.Errorf("a ledger row names this VM rather than every VM: %s", c.Object+": "+c.What)
+				}
+			}
+			all := strings.Join(rows, "\n")
+			for _, want := range []string{"WorkloadMonitor vm-instance-<name>: left out", "(DataVolume vm-disk-example-system) removed", "nodeSelector kubernetes.io/hostname", "a password for the image's default user", "label " + kube.OwnedLabel, "VirtualMachine vm-instance-<name>: rendered → applied", "a faked DataVolume <namespace>/vm-disk-example-system"} {
+				if !strings.Contains(all, want) {
+					t.Errorf("the ledger has no row with %q:\n%s", want, all)
+				}
+			}
+			for _, side := range []string{"rendered", "applied"} {
+				b, err := os.ReadFile(filepath.Join(w.cfg.ReportDir, "cozystack", "vms", spec.Namespace, "vm-instance-vm-a."+side+".yaml"))
+				if err != nil || !strings.Contains(string(b), "kind: VirtualMachine") {
+					t.Errorf("artifact %s: %v", side, err)
+				}
+				t.Logf("%s:\n%s", side, b)
+			}
+		})
+	}
+}
+
+func mustApp(t *testing.T, subj *config.Subject, spec platform.VMSpec) cozystack.VMApp {
+	t.Helper()
+	app, err := subj.Guide.VMAppFor(spec.Name, spec.Namespace, spec.Networks, spec.CloudInit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return app
+}
