@@ -188,8 +188,16 @@ kind-up: $(DRIVER) plugins $(E2E_PREP)
 
 kind-down: $(DRIVER)
 	$(DRIVER) kind-down --tier=cluster $(KIND_ARGS)
+# OFFLINE=1 starts a Docker engine (images/docker/engine.sh) when none
+# runs; the lane's targets stop it again when they end, with the host
+# bridges it made (docker0, br-*), unless KEEP_ENGINE=1 or a cluster still
+# runs on it (kind-up's, or --keep-cluster: engine.sh then says what is
+# left and how to remove it). An engine the suite did not start is never
+# stopped.
+ENGINE_STOP := $(if $(filter 1,$(OFFLINE)),$(if $(filter 1,$(KEEP_ENGINE)),echo "engine: left running (KEEP_ENGINE=1): images/docker/engine.sh stop",images/docker/engine.sh stop || true),true)
+
 e2e-kind: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
-	$(DRIVER) run --tier=cluster $(KIND_ARGS) $(RELEASE_ARGS) $(ARGS)
+	$(DRIVER) run --tier=cluster $(KIND_ARGS) $(RELEASE_ARGS) $(ARGS); rc=$$?; $(ENGINE_STOP); exit $$rc
 
 # The same run as e2e-kind, then its milestones from the start of building
 # the platform (nodes Ready, Multus, KubeVirt Available, first VMI Ready,
@@ -197,14 +205,14 @@ e2e-kind: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
 # memory: `make bench-cluster OFFLINE=1 WORKLOAD=vm`. Writes bench-cluster.md
 # beside the report. Goals are printed, never asserted.
 bench-cluster: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
-	$(DRIVER) bench --tier=cluster $(KIND_ARGS) $(RELEASE_ARGS) $(ARGS)
+	$(DRIVER) bench --tier=cluster $(KIND_ARGS) $(RELEASE_ARGS) $(ARGS); rc=$$?; $(ENGINE_STOP); exit $$rc
 
 # The negative controls of the cluster-only claims (VLAN-11, STG-09): each
 # a cluster run of its own, on a fresh cluster, whose claim's spec must FAIL
 # with the declared message: `make selftest-cluster OFFLINE=1` (pod
 # workloads by default). reports/cluster-selftest/selftest.md.
 selftest-cluster: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
-	$(DRIVER) selftest --tier=cluster $(KIND_ARGS) $(RELEASE_ARGS) --report-dir=reports/cluster-selftest $(ARGS)
+	$(DRIVER) selftest --tier=cluster $(KIND_ARGS) $(RELEASE_ARGS) --report-dir=reports/cluster-selftest $(ARGS); rc=$$?; $(ENGINE_STOP); exit $$rc
 
 .PHONY: offline-images docker-engine offline-lane
 # Every image of the offline lane from the Go module proxy and Debian

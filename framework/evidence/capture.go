@@ -27,6 +27,11 @@ type Point struct {
 	Netns string // path of the network namespace ("" = this process's)
 	Iface string
 	Label string // human name for reports, e.g. "trunk (gateway side of node-a)"
+	// Err says why the point cannot be captured on. Wrapping
+	// ErrNotObservable it is a platform that cannot see there (a skip);
+	// any other error is a failure: a point the suite should see and
+	// could not find.
+	Err error
 }
 
 func (p Point) String() string {
@@ -54,7 +59,10 @@ type Capture struct {
 // StartCapture opens an AF_PACKET socket on the point and records frames.
 // pcapPath, if set, receives a pcap file of everything captured.
 func StartCapture(p Point, pcapPath string) (*Capture, error) {
-	if p.Iface == "" {
+	switch {
+	case p.Err != nil:
+		return nil, fmt.Errorf("capture at %s: %w", p, p.Err)
+	case p.Iface == "":
 		return nil, fmt.Errorf("capture at %s: %w", p, ErrNotObservable)
 	}
 	var fd int
@@ -191,3 +199,25 @@ func insertTag(frame []byte, tci uint16) []byte {
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// MTU reads the MTU of the point's interface in its namespace.
+func (p Point) MTU() (int, error) {
+	switch {
+	case p.Err != nil:
+		return 0, fmt.Errorf("MTU of %s: %w", p, p.Err)
+	case p.Iface == "":
+		return 0, fmt.Errorf("MTU of %s: %w", p, ErrNotObservable)
+	}
+	mtu := 0
+	err := nsexec.Do(p.Netns, func() error {
+		ifi, err := net.InterfaceByName(p.Iface)
+		if err == nil {
+			mtu = ifi.MTU
+		}
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("MTU of %s: %w", p, err)
+	}
+	return mtu, nil
+}

@@ -13,19 +13,21 @@ var missingNADReasons = map[string]bool{"FailedCreate": true, "FailedCreatePodSa
 
 // MissingNADEvents keeps the Warning events that report the NAD namespace/nad
 // missing for a VM: by reason, by involved object (its VMI or launcher
-// pod), and by the NAD's namespaced name, as KubeVirt writes it
-// ("namespace/nad") or as Multus does ("(nad) in namespace (namespace)").
-// A Warning that merely mentions the NAD's name does not count.
+// pod), and by the not-found wording with the NAD's namespaced name, as
+// KubeVirt writes it ("failed to locate network attachment definition
+// namespace/nad") or as Multus does ("cannot find a
+// network-attachment-definition (nad) in namespace (namespace)"). A
+// FailedCreate that merely names the NAD for another reason does not count.
 func MissingNADEvents(evs []Event, namespace, nad string) []Event {
-	namespaced := namespace + "/" + nad
-	multus := fmt.Sprintf("(%s) in namespace (%s)", nad, namespace)
+	kubevirt := "failed to locate network attachment definition " + namespace + "/" + nad
+	multus := fmt.Sprintf("cannot find a network-attachment-definition (%s) in namespace (%s)", nad, namespace)
 	var out []Event
 	for _, e := range evs {
 		kind, _, _ := strings.Cut(e.Object, "/")
 		switch {
 		case e.Type != "Warning", !missingNADReasons[e.Reason]:
 		case kind != "VirtualMachineInstance" && kind != "Pod":
-		case strings.Contains(e.Message, namespaced), strings.Contains(e.Message, multus):
+		case strings.Contains(e.Message, kubevirt), strings.Contains(e.Message, multus):
 			out = append(out, e)
 		}
 	}

@@ -14,6 +14,9 @@ func TestMissingNADEventsMatchReasonObjectAndNamespacedName(t *testing.T) {
 		{Object: "VirtualMachineInstance/vm-instance-x", Type: "Normal", Reason: "FailedCreate", Message: "tenant-b/vlan100"},
 		{Object: "VirtualMachine/x", Type: "Warning", Reason: "FailedCreate", Message: "tenant-b/vlan100"},
 		{Object: "Pod/virt-launcher-vm-instance-x-abcde", Type: "Warning", Reason: "FailedCreatePodSandBox", Message: "vlan100100 is bad"},
+		// The NAD named, but not as missing: another failure about it.
+		{Object: "VirtualMachineInstance/vm-instance-x", Type: "Warning", Reason: "FailedCreate", Message: "Error creating pod: admission webhook denied network tenant-b/vlan100"},
+		{Object: "Pod/virt-launcher-vm-instance-x-abcde", Type: "Warning", Reason: "FailedCreatePodSandBox", Message: "plugin type=\"bridge\" failed (add): network (vlan100) in namespace (tenant-b): bridge br100 not found"},
 	}
 	got := MissingNADEvents(evs, "tenant-b", "vlan100")
 	if len(got) != 3 || got[0] != evs[0] || got[1] != evs[1] || got[2] != evs[2] {

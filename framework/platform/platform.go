@@ -125,6 +125,10 @@ type Attachment struct {
 	CNIResultIPs []netip.Prefix // IPs in the CNI result
 	PodIPv4      []netip.Prefix // IPv4 addresses the pod interface carried
 	MTU          int
+	// Err is what kept the two observations above from being made (no
+	// network-status annotation, no such pod interface): empty lists then
+	// prove nothing, and a spec judging them fails with it.
+	Err error
 }
 
 // NAD is a NetworkAttachmentDefinition.

@@ -125,6 +125,7 @@ func Specs(r *run.Run) {
 				"right after re-creation the gateway must still hold the old MAC %s for %s (the guest now has %s)", rc.oldMAC, v.addr, rc.newMAC)
 			Expect(res.Err).NotTo(HaveOccurred(), "every echo request must leave the gateway")
 			Expect(sent.To(rc.oldMAC)).NotTo(BeEmpty(), "the gateway's echo requests to %s must be seen on the trunk, addressed to the old MAC %s:\n%s", v.addr, rc.oldMAC, onTrunk.Summary(20))
+			Expect(res.Sent).To(BeNumerically(">", 0), "the gateway's echo requests must have been sent")
 			Expect(res.Received).To(BeZero(), "gateway-to-guest must fail while the gateway holds the old MAC")
 			AddReportEntry("ARP-02 expected outage (not a fault)", fmt.Sprintf(
 				"as the guide warns: %d ms after re-creation the gateway's entry for %s is %s while the guest has %s; gateway → guest %d/%d echo requests answered",

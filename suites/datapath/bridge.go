@@ -4,6 +4,8 @@
 package datapath
 
 import (
+	"errors"
+	"fmt"
 	"net/netip"
 	"time"
 
@@ -115,7 +117,8 @@ func bridgeSpecs(r *run.Run) {
 		// "ipam: {} — no cluster-side address assignment; the guest configures its address itself."
 		It("[VLAN-06] assigns no address to the pod interface; the guest has exactly its cloud-init address", labels.Claim("VLAN-06"), func(ctx SpecContext) {
 			att := guestA.Attachment()
-			f.Note("NAD %s: CNI result IPs %v; pod interface %s IPv4 after ADD %v", att.NAD, att.CNIResultIPs, att.PodInterface, att.PodIPv4)
+			f.Note("NAD %s: CNI result IPs %v; pod interface %s IPv4 after ADD %v (%v)", att.NAD, att.CNIResultIPs, att.PodInterface, att.PodIPv4, att.Err)
+			Expect(att.Err).NotTo(HaveOccurred(), "the CNI result and the pod interface must both be read for their emptiness to mean anything")
 			Expect(att.CNIResultIPs).To(BeEmpty(), "the CNI result of NAD %s must carry no IP", att.NAD)
 			Expect(att.PodIPv4).To(BeEmpty(), "pod interface %s must have no IPv4 address after CNI ADD", att.PodInterface)
 			addrs, err := guestA.Addresses(ctx, guestA.VLANInterface())
@@ -175,6 +178,24 @@ func bridgeSpecs(r *run.Run) {
 
 		// Seed 003: "Ensure your NetworkAttachmentDefinition specifies the correct MTU matching the physical switch port."
 		It("[VLAN-10] passes full-size DF frames when the MTUs match and drops them when the path is smaller", labels.Claim("VLAN-10"), func(ctx SpecContext) {
+			By("the VLAN's MTU, read off the path: the node's uplink.100 and its trunk")
+			vlanMTU := 0
+			for _, at := range []evidence.Point{guestA.Node().ParentPoint(), p.Trunk(guestA.Node())} {
+				m, err := at.MTU()
+				if errors.Is(err, evidence.ErrNotObservable) {
+					f.Note("MTU of %s: not observable here (%v)", at, err)
+					continue
+				}
+				Expect(err).NotTo(HaveOccurred())
+				f.Note("MTU of %s: %d", at, m)
+				if vlanMTU == 0 || m < vlanMTU {
+					vlanMTU = m
+				}
+			}
+			if vlanMTU == 0 {
+				Skip("no link of the VLAN's path is observable here: its MTU cannot be read (" + evidence.ErrNotObservable.Error() + ")")
+			}
+
 			By("a guest whose attachment MTU matches the VLAN's")
 			mtu, err := guestA.MTU(ctx, guestA.VLANInterface())
 			Expect(err).NotTo(HaveOccurred())
@@ -183,7 +204,7 @@ func bridgeSpecs(r *run.Run) {
 			f.Note("guest MTU %d, DF payload %d -> gateway: %d/%d replies", mtu, mtu-28, res.Received, res.Sent)
 			Expect(res.Received).To(BeNumerically(">", 0), "a %d-byte DF packet must pass when the attachment MTU (%d) matches the VLAN", mtu, mtu)
 
-			By("a guest whose attachment claims 9000 bytes on a 1500-byte VLAN")
+			By(fmt.Sprintf("a guest whose attachment claims 9000 bytes on a %d-byte VLAN", vlanMTU))
 			Expect(f.ApplyNAD(ctx, "vlan100-jumbo", "vlan100-bridge-jumbo")).To(Succeed())
 			jumbo, err := f.StartVM(ctx, platform.VMSpec{Name: "vm-jumbo", Node: guestA.Node(), Networks: []string{"vlan100-jumbo"}})
 			Expect(err).NotTo(HaveOccurred())
@@ -195,11 +216,15 @@ func bridgeSpecs(r *run.Run) {
 			f.Note("jumbo guest MTU %d on a %d-byte VLAN, DF payload %d -> gateway: %d/%d replies, send error %v", jmtu, mtu, jmtu-28, res.Received, res.Sent, res.Err)
 			// The drop must happen on the path, not in the guest's own stack.
 			Expect(res.Err).NotTo(HaveOccurred(), "the %d-byte DF packet must leave the guest", jmtu)
+			Expect(res.Sent).To(BeNumerically(">", 0), "the %d-byte DF echo requests must have been sent for their loss to mean anything", jmtu)
 			Expect(res.Received).To(BeZero(), "a %d-byte DF packet must be dropped on a path smaller than the attachment's MTU", jmtu)
-			res, err = jumbo.Ping(ctx, gw, platform.WithDontFragment(), platform.WithPayload(1500-28))
+			res, err = jumbo.Ping(ctx, gw, platform.WithDontFragment(), platform.WithPayload(vlanMTU-28))
 			Expect(err).NotTo(HaveOccurred())
-			f.Note("jumbo guest, DF payload %d -> gateway: %d/%d replies", 1500-28, res.Received, res.Sent)
-			Expect(res.Received).To(BeNumerically(">", 0), "the same guest still passes 1500-byte frames: the drop is the size")
+			f.Note("jumbo guest, DF payload %d -> gateway: %d/%d replies", vlanMTU-28, res.Received, res.Sent)
+			Expect(res.Received).To(BeNumerically(">", 0), "the same guest still passes %d-byte frames: the drop is the size", vlanMTU)
+
+			By("and the guide's attachment MTU is the path's")
+			Expect(mtu).To(Equal(vlanMTU), "the attachment's MTU must be the VLAN path's (the smallest MTU from uplink.100 to the trunk)")
 		})
 	})
 }

@@ -74,6 +74,7 @@ func macvlanSpecs(r *run.Run) {
 					"replies addressed to the guest MAC %s must reach the parent:\n%s", guest.MAC(), onParent.Summary(20))
 				By("and none reaches the guest")
 				Expect(inGuest.To(guest.MAC()).Replies()).To(BeEmpty(), "no reply may reach the guest:\n%s", inGuest.Summary(20))
+				Expect(res.Sent).To(BeNumerically(">", 0), "the guest's echo requests must have been sent")
 				Expect(res.Received).To(BeZero(), "the guest must get no echo reply from %s", gw)
 
 				// The guide says the entry "stays FAILED". INCOMPLETE is only the
@@ -122,6 +123,7 @@ func macvlanSpecs(r *run.Run) {
 				Expect(res.Err).NotTo(HaveOccurred(), "every echo request must leave the node")
 				Expect(fromHost).NotTo(BeEmpty(), "the host's ARP requests for %s must be seen leaving %s", childAddr, node.ParentPoint())
 				Expect(reached).To(BeEmpty(), "no ARP frame of the host (%s) may reach the macvlan child:\n%s", hostAddr, reached.Summary(10))
+				Expect(res.Sent).To(BeNumerically(">", 0), "the node's echo requests must have been sent")
 				Expect(res.Received).To(BeZero(), "node %s (%s) must not reach the macvlan child %s", node.Name(), node.Address(), childAddr)
 
 				By("and the child cannot reach a service on the host's address")
@@ -129,6 +131,7 @@ func macvlanSpecs(r *run.Run) {
 				Expect(err).NotTo(HaveOccurred())
 				f.Note("child -> node %s: %d/%d replies, send error %v", hostAddr, res.Received, res.Sent, res.Err)
 				Expect(res.Err).NotTo(HaveOccurred(), "every echo request must leave the child")
+				Expect(res.Sent).To(BeNumerically(">", 0), "the child's echo requests must have been sent")
 				Expect(res.Received).To(BeZero(), "the macvlan child must not reach the node's address %s", hostAddr)
 			})
 		})

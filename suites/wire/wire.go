@@ -6,6 +6,7 @@ package wire
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	. "github.com/onsi/gomega"
@@ -43,7 +44,9 @@ func While(ctx context.Context, at evidence.Point, path string, action func()) e
 // leaving: its own VLAN NIC, or, where the guest cannot be watched (a VM in
 // a cluster), the trunk of its node.
 func Egress(p platform.Platform, g platform.Guest) evidence.Point {
-	if at := g.VLANPoint(); at.Iface != "" {
+	// A point the guest has but the suite failed to find is a failure,
+	// not a reason to look elsewhere.
+	if at := g.VLANPoint(); at.Iface != "" || (at.Err != nil && !errors.Is(at.Err, evidence.ErrNotObservable)) {
 		return at
 	}
 	return p.Trunk(g.Node())

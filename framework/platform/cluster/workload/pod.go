@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/vishvananda/netlink"
@@ -118,7 +119,8 @@ func podReady(k *kube.Clients, ns, name string) func(context.Context) (bool, str
 		if err != nil {
 			return false, status, nil
 		}
-		return false, status, wait.TerminalEvent(evs)
+		// This pod's own events: a re-created pod has its predecessor's name.
+		return false, status, wait.TerminalEvent(slices.DeleteFunc(evs, func(e corev1.Event) bool { return e.InvolvedObject.UID != p.UID }))
 	}
 }
 
@@ -185,7 +187,7 @@ func (w *Workloads) startPod(ctx context.Context, spec platform.VMSpec) (platfor
 	if len(spec.Networks) > 0 {
 		nad := spec.Networks[0]
 		g.attachment = platform.Attachment{NAD: nad, PodInterface: podVLANNIC}
-		g.attachment.CNIResultIPs, g.attachment.MTU = networkStatus(live.Annotations["k8s.v1.cni.cncf.io/network-status"], spec.Namespace+"/"+nad)
+		g.attachment.CNIResultIPs, g.attachment.MTU, g.attachment.Err = networkStatus(live.Annotations["k8s.v1.cni.cncf.io/network-status"], spec.Namespace+"/"+nad)
 		l, err := h.LinkByName(podVLANNIC)
 		if err != nil {
 			return nil, fmt.Errorf("pod %s/%s: Multus left no %s: %w", spec.Namespace, pod.Name, podVLANNIC, err)
@@ -258,10 +260,12 @@ func launcherIPv4(uid, iface string) ([]netip.Prefix, error) {
 		return nil, err
 	}
 	var out []netip.Prefix
+	found := false
 	for _, l := range links {
 		if n := l.Attrs().Name; n != iface && n != iface+"-nic" && n != "k6t-"+iface {
 			continue
 		}
+		found = true
 		addrs, err := h.AddrList(l, netlink.FAMILY_V4)
 		if err != nil {
 			return nil, err
@@ -269,6 +273,13 @@ func launcherIPv4(uid, iface string) ([]netip.Prefix, error) {
 		for _, a := range addrs {
 			out = append(out, nsguest.PrefixOf(a.IPNet))
 		}
+	}
+	if !found {
+		var names []string
+		for _, l := range links {
+			names = append(names, l.Attrs().Name)
+		}
+		return nil, fmt.Errorf("no link %s (nor %s-nic, k6t-%s) in the launcher's netns: %v", iface, iface, iface, names)
 	}
 	return out, nil
 }

@@ -2,16 +2,19 @@ package workload
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/cozystack/vlan-conformance/framework/evidence"
@@ -60,7 +63,7 @@ func (w *Workloads) startVM(ctx context.Context, spec platform.VMSpec) (platform
 		return nil, err
 	}
 	w.timeline.Mark(timeline.VMI)
-	g := &vmGuest{spec: spec, vmName: name}
+	g := &vmGuest{spec: spec, vmName: name, ownCluster: !w.cfg.ExistingCluster()}
 	if err := w.readStatus(ctx, g); err != nil {
 		return nil, err
 	}
@@ -132,12 +135,14 @@ func (w *Workloads) readStatus(ctx context.Context, g *vmGuest) error {
 		return err
 	}
 	for _, p := range pods.Items {
-		g.attachment.CNIResultIPs, g.attachment.MTU = networkStatus(p.Annotations["k8s.v1.cni.cncf.io/network-status"], g.spec.Namespace+"/"+nad)
+		var statusErr, podErr error
+		g.attachment.CNIResultIPs, g.attachment.MTU, statusErr = networkStatus(p.Annotations["k8s.v1.cni.cncf.io/network-status"], g.spec.Namespace+"/"+nad)
 		// The pod side is observed apart from what Multus reports: the
 		// addresses on the launcher's own links for this network.
 		g.launcher = string(p.UID)
-		if g.attachment.PodIPv4, err = launcherIPv4(string(p.UID), g.podIface); err != nil {
-			return fmt.Errorf("launcher pod %s/%s: %w", p.Namespace, p.Name, err)
+		g.attachment.PodIPv4, podErr = launcherIPv4(string(p.UID), g.podIface)
+		if err := errors.Join(statusErr, podErr); err != nil {
+			g.attachment.Err = fmt.Errorf("launcher pod %s/%s: %w", p.Namespace, p.Name, err)
 		}
 	}
 	return nil
@@ -227,7 +232,7 @@ func vmiReady(k *kube.Clients, ns, name string) func(context.Context) (bool, str
 			if !apierrors.IsNotFound(err) {
 				return false, "VMI: " + err.Error(), nil
 			}
-			status = "no VMI yet"
+			status, vmi = "no VMI yet", nil
 		} else {
 			status = "phase " + string(vmi.Status.Phase)
 			if vmi.Status.Phase == kubevirtv1.Failed {
@@ -246,8 +251,37 @@ func vmiReady(k *kube.Clients, ns, name string) func(context.Context) (bool, str
 		if err != nil {
 			return false, status, nil
 		}
-		return false, status, wait.TerminalEvent(evs)
+		uids, err := incarnation(ctx, k, ns, name, vmi)
+		if err != nil {
+			return false, status, nil
+		}
+		// Only this incarnation's events end the wait: a re-created VM has
+		// its predecessor's name, and its predecessor's events.
+		return false, status, wait.TerminalEvent(slices.DeleteFunc(evs, func(e corev1.Event) bool { return !uids[e.InvolvedObject.UID] }))
 	}
+}
+
+// incarnation are the UIDs of the VM's current objects: the
+// VirtualMachine, its VMI (nil: none yet) and the VMI's launcher pods.
+func incarnation(ctx context.Context, k *kube.Clients, ns, name string, vmi *kubevirtv1.VirtualMachineInstance) (map[types.UID]bool, error) {
+	uids := map[types.UID]bool{}
+	vm, err := k.KubeVirt.KubevirtV1().VirtualMachines(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	uids[vm.UID] = true
+	if vmi == nil || vmi.UID == "" {
+		return uids, nil
+	}
+	uids[vmi.UID] = true
+	pods, err := k.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "kubevirt.io/created-by=" + string(vmi.UID)})
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pods.Items {
+		uids[p.UID] = true
+	}
+	return uids, nil
 }
 
 // vmEvents lists the events about a VM, its VMI and its launcher pods,

@@ -216,14 +216,17 @@ func (w *Workloads) serialLog(namespace, vmName string) string {
 
 // networkStatus reads Multus's k8s.v1.cni.cncf.io/network-status
 // annotation: the IPs and MTU the CNI plugin returned for a network.
-func networkStatus(annotation, network string) ([]netip.Prefix, int) {
+func networkStatus(annotation, network string) ([]netip.Prefix, int, error) {
 	var entries []struct {
 		Name string   `json:"name"`
 		IPs  []string `json:"ips"`
 		MTU  int      `json:"mtu"`
 	}
-	if json.Unmarshal([]byte(annotation), &entries) != nil {
-		return nil, 0
+	if annotation == "" {
+		return nil, 0, errors.New("the pod has no k8s.v1.cni.cncf.io/network-status annotation: Multus reported no result")
+	}
+	if err := json.Unmarshal([]byte(annotation), &entries); err != nil {
+		return nil, 0, fmt.Errorf("the pod's network-status annotation is unreadable: %w: %s", err, annotation)
 	}
 	for _, e := range entries {
 		if e.Name != network {
@@ -235,9 +238,9 @@ func networkStatus(annotation, network string) ([]netip.Prefix, int) {
 				ps = append(ps, netip.PrefixFrom(a, 32))
 			}
 		}
-		return ps, e.MTU
+		return ps, e.MTU, nil
 	}
-	return nil, 0
+	return nil, 0, fmt.Errorf("the pod's network-status has no entry for %s: %s", network, annotation)
 }
 
 // VMIInterfaces names the interfaces the VMI's status reports (none when

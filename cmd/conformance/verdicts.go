@@ -1,0 +1,122 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/cozystack/vlan-conformance/framework/claims"
+	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/report"
+)
+
+// Workloads a claim can be proven on, the strongest first: KubeVirt's own
+// VMs speak for the guide; pods attached by Multus for the CNI path; the
+// lab for the kernel objects and the replica of KubeVirt's binding.
+var workloadOrder = []string{"vm", "pod", "lab"}
+
+// verdicts is `conformance verdicts WORKLOAD=JUNIT...`: the table a CI log
+// ends with. Each claim of the catalogue, its verdict in each part that
+// ran, the strongest workload it passed on this run, and why not where it
+// passed on none. A part whose JUnit is missing did not run; it says so.
+// The last line names the claims with no VM verdict from this run.
+func verdicts(w io.Writer, args []string) int {
+	parts := map[string][]report.TestCase{}
+	var ran, missing []string
+	for _, a := range args {
+		workload, path, ok := strings.Cut(a, "=")
+		if !ok || !slices.Contains(workloadOrder, workload) {
+			fmt.Fprintf(os.Stderr, "conformance verdicts: %q: want WORKLOAD=JUNIT, WORKLOAD one of %v\n", a, workloadOrder)
+			return config.ExitBadInput
+		}
+		cases, err := report.ReadJUnit(path)
+		if err != nil {
+			missing = append(missing, fmt.Sprintf("%s (%s: %v)", workload, path, err))
+			continue
+		}
+		parts[workload] = cases
+		ran = append(ran, workload)
+	}
+	table := map[string]map[string]report.Verdict{}
+	for workload, cases := range parts {
+		for _, v := range report.Verdicts(cases, "") {
+			if table[v.Claim.ID] == nil {
+				table[v.Claim.ID] = map[string]report.Verdict{}
+			}
+			table[v.Claim.ID][workload] = v
+		}
+	}
+	var cols []string
+	for _, wl := range workloadOrder {
+		if _, ok := parts[wl]; ok {
+			cols = append(cols, wl)
+		}
+	}
+	fmt.Fprintf(w, "=== claims and the workload each was proven on in this run (%s)\n", strings.Join(ran, ", "))
+	for _, m := range missing {
+		fmt.Fprintf(w, "    not run: %s\n", m)
+	}
+	fmt.Fprintf(w, "  %-8s %-7s %s\n", "claim", "proven", strings.Join(cols, " | ")+" | why not")
+	var noVM []string
+	for _, c := range claims.All {
+		row := table[c.ID]
+		proven, why := "none", ""
+		var cells []string
+		for _, wl := range cols {
+			v := row[wl]
+			cells = append(cells, short(v.Verdict))
+			if proven == "none" && strings.HasPrefix(v.Verdict, "passed") {
+				proven = wl
+			}
+		}
+		if proven == "none" {
+			for _, wl := range cols {
+				if r := row[wl].Reason; r != "" {
+					why = wl + ": " + r
+					break
+				}
+			}
+		}
+		if proven != "vm" && guestClaim(c.ID) {
+			noVM = append(noVM, c.ID)
+		}
+		fmt.Fprintf(w, "  %-8s %-7s %s | %s\n", c.ID, proven, strings.Join(cells, " | "), firstLineOf(why))
+	}
+	guests := 0
+	for _, c := range claims.All {
+		if guestClaim(c.ID) {
+			guests++
+		}
+	}
+	if len(noVM) > 0 {
+		fmt.Fprintf(w, "NO VM VERDICT FROM THIS RUN for %d of the %d guest claims (VLAN-*, ARP-*): %s\n", len(noVM), guests, strings.Join(noVM, " "))
+	}
+	return 0
+}
+
+// guestClaim: a claim about what a guest on the VLAN sees, which a VM of
+// the VM lane proves for KubeVirt (the STG claims are about the nodes'
+// /opt/cni/bin and the charts, whatever the workload).
+func guestClaim(id string) bool {
+	return strings.HasPrefix(id, "VLAN-") || strings.HasPrefix(id, "ARP-")
+}
+
+func short(v string) string {
+	switch {
+	case v == "":
+		return "-"
+	case strings.HasPrefix(v, "passed ("):
+		return "passed*"
+	}
+	return v
+}
+
+func firstLineOf(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 140 {
+		s = s[:140] + "..."
+	}
+	return s
+}

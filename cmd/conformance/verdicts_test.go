@@ -1,0 +1,46 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The CI log's closing table: a claim passed on VMs is proven on "vm";
+// one that passed only in the lab is "lab" and counted among the claims
+// with no VM verdict; a part whose JUnit is missing is said not to have
+// run.
+func TestVerdictsTable(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("<testsuites><testsuite>"+body+"</testsuite></testsuites>"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	lab := write("lab.xml", `<testcase name="[It] a [VLAN-01] x" status="passed"></testcase><testcase name="[It] b [ARP-01] y" status="passed"></testcase>`)
+	vm := write("vm.xml", `<testcase name="[It] a [VLAN-01] x" status="passed"></testcase><testcase name="[It] b [ARP-01] y" status="skipped"><skipped message="skip: no gateway here"></skipped></testcase>`)
+	var b strings.Builder
+	if code := verdicts(&b, []string{"lab=" + lab, "vm=" + vm, "pod=" + filepath.Join(dir, "none.xml")}); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"not run: pod (",
+		"VLAN-01  vm      passed | passed |",
+		"ARP-01   lab     skipped | passed |",
+		"NO VM VERDICT FROM THIS RUN for ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out[strings.Index(out, "NO VM VERDICT"):], "VLAN-01 ") {
+		t.Errorf("VLAN-01 passed on VMs, yet listed without a VM verdict:\n%s", out)
+	}
+	if code := verdicts(&b, []string{"vmware=" + vm}); code != 2 {
+		t.Errorf("an unknown workload: exit %d, want 2", code)
+	}
+}
