@@ -16,9 +16,15 @@ count() { { grep -oE "<testcase name=\"\\[It\\][^\"]*\"[^>]* status=\"$1\"" "$ju
 passed=$(count passed)
 failed=$(count '(failed|panicked|timedout|interrupted|aborted)')
 skipped=$(count '(skipped|pending)')
-echo "$label: $passed passed, $failed failed, $skipped skipped"
-# The report's failure section (report.FailuresHeading), at most 60 lines.
 report=$(dirname "$junit")/conformance.md
+# A lane on an access-mode trunk (report.Environment.AccessTrunk) says so
+# in the line a CI log ends with: br100 enslaved the uplink itself.
+trunk=""
+if [ -s "$report" ] && grep -q '^| trunk | untagged' "$report"; then
+	trunk=" (on an access-mode trunk: uplink in br100, no uplink.100 on this kernel; the tag claims skipped)"
+fi
+echo "$label: $passed passed, $failed failed, $skipped skipped$trunk"
+# The report's failure section (report.FailuresHeading), at most 60 lines.
 if [ -s "$report" ] && grep -q '^## Failures$' "$report"; then
 	sed -n '/^## Failures$/,$p' "$report" | head -n 60
 fi

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/labvm"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/cabling"
 	"github.com/cozystack/vlan-conformance/framework/report"
 	"github.com/cozystack/vlan-conformance/framework/stager"
 )
@@ -286,6 +287,12 @@ func (d *driver) describeSubject(env *report.Environment) {
 	}
 	env.KubeVirt = describeKubeVirt(&cl)
 	env.Guest = describeGuest(&cl)
+	// The suite process decides the trunk the same way (cabling.Mode).
+	if c.Kubeconfig == "" {
+		if untagged, why := cabling.New(c).Mode(); untagged {
+			env.AccessTrunk = why
+		}
+	}
 	env.Workload = "vm: KubeVirt VMs, bridge binding"
 	if cl.Workload == "pod" {
 		env.Workload, env.Pods = "pods attached by Multus (no KubeVirt): the userData's netplan applied by the suite in the pod's netns", true

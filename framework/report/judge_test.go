@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cozystack/vlan-conformance/framework/claims"
 )
 
 func failed(name, status, msg, node string) TestCase {
@@ -100,5 +102,35 @@ func TestASuiteNodeFailureIsWhyClaimsDidNotRun(t *testing.T) {
 	b, _ := os.ReadFile(path)
 	if !strings.Contains(string(b), FailuresHeading+"\n\n### [SynchronizedBeforeSuite]\n\n```\nbuilding the cluster") {
 		t.Errorf("conformance.md lacks the failure section:\n%s", b)
+	}
+}
+
+// A verdict says what it was proven on where that is less than the
+// guide's setup (issue 22, items 10 and 11).
+func TestQualify(t *testing.T) {
+	arp01, vlan02 := claims.All[0], claims.All[0]
+	for _, c := range claims.All {
+		switch c.ID {
+		case "ARP-01":
+			arp01 = c
+		case "VLAN-02":
+			vlan02 = c
+		}
+	}
+	for _, tc := range []struct {
+		env  Environment
+		v    Verdict
+		want string
+	}{
+		{Environment{Tier: "cluster"}, Verdict{Claim: arp01, Verdict: "passed"}, "passed"},
+		{Environment{Tier: "cluster", AccessTrunk: "no 8021q"}, Verdict{Claim: arp01, Verdict: "passed"}, "passed on an access-mode trunk (uplink in br100; no uplink.100 on this kernel)"},
+		{Environment{Tier: "cluster", AccessTrunk: "no 8021q"}, Verdict{Claim: vlan02, Verdict: "skipped"}, "skipped"},
+		{Environment{Tier: "cluster", Pods: true, AccessTrunk: "no 8021q"}, Verdict{Claim: arp01, Verdict: "passed (1 of 2 specs; skipped: x)"}, "passed on pods, not VMs, on an access-mode trunk (uplink in br100; no uplink.100 on this kernel) (1 of 2 specs; skipped: x)"},
+		{Environment{Tier: "lab"}, Verdict{Claim: arp01, Verdict: "passed"}, "passed on the lab's replica of KubeVirt's MAC allocation, not KubeVirt (the VM lane's verdict speaks for KubeVirt)"},
+		{Environment{Tier: "lab"}, Verdict{Claim: vlan02, Verdict: "passed"}, "passed"},
+	} {
+		if got := qualify(tc.env, tc.v); got != tc.want {
+			t.Errorf("%s %q under %+v: got %q, want %q", tc.v.Claim.ID, tc.v.Verdict, tc.env, got, tc.want)
+		}
 	}
 }
