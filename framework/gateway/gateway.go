@@ -56,6 +56,15 @@ func (g *Netns) Ping(ctx context.Context, dst netip.Addr, opts ...observe.PingOp
 	return probe.Ping(ctx, g.ns.Path, dst, opts...)
 }
 
+// Probe asks for ip with a broadcast ARP request from the gateway's VLAN
+// address, as a gateway resolving an address does; the kernel takes the
+// answer into its entry (a reply overrides it once the entry's locktime,
+// 1 s, has passed).
+func (g *Netns) Probe(ip netip.Addr, timeout time.Duration) error {
+	_, err := probe.ARPProbe(g.ns.Path, g.iface, g.addr, ip, timeout)
+	return err
+}
+
 func (g *Netns) Neighbor(_ context.Context, ip netip.Addr) (evidence.Neighbor, error) {
 	return evidence.ReadNeighbor(g.ns.Handle, g.iface, ip)
 }

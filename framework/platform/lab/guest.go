@@ -15,6 +15,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/cloudinit"
 	"github.com/cozystack/vlan-conformance/framework/cni"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
+	"github.com/cozystack/vlan-conformance/framework/gateway"
 	"github.com/cozystack/vlan-conformance/framework/nsexec"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/platform/nsguest"
@@ -97,6 +98,16 @@ func startGuest(ctx context.Context, l *Lab, spec platform.VMSpec) (_ *guest, er
 		}
 		// Let the announcement reach the gateway before the VM counts as up.
 		time.Sleep(100 * time.Millisecond)
+	}
+	if gw, ok := l.gw.(*gateway.Netns); ok && subjectFor(l.cfg).gatewayProbesAtBoot {
+		addr, err := g.VLANAddr()
+		if err != nil {
+			return nil, err
+		}
+		time.Sleep(1100 * time.Millisecond) // past the entry's locktime, as a 2-minute boot is
+		if err := gw.Probe(addr, time.Second); err != nil {
+			return nil, fmt.Errorf("the gateway's probe during the boot: %w", err)
+		}
 	}
 	return g, nil
 }

@@ -37,6 +37,9 @@ type subject struct {
 	announceAtBoot bool
 	// silentGuest: the guest's gratuitous ARP never leaves it.
 	silentGuest bool
+	// gatewayProbesAtBoot: the gateway resolves a guest's address as it
+	// comes up, learning its MAC before a spec looks.
+	gatewayProbesAtBoot bool
 	// probeCannotLeave: the guest's ARP probes fail to send (NIC down).
 	probeCannotLeave bool
 }
@@ -97,6 +100,8 @@ func subjectFor(cfg *config.Config) subject {
 		}
 	case config.CtlARPSilentGuest:
 		s.silentGuest = true
+	case config.CtlARPGatewayProbes:
+		s.gatewayProbesAtBoot = true
 	case config.CtlARPPinIgnored:
 		s.vmMAC = func(platform.VMSpec, func(string) bool) string { return "" }
 	case config.CtlARPUniqueMACs:
