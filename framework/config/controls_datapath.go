@@ -7,6 +7,7 @@ const (
 	CtlWrongVLAN          = "VLAN-01/wrong-vlan-id"
 	CtlUntagged           = "VLAN-02/untagged-wiring"
 	CtlMacvlanPassthru    = "VLAN-03/macvlan-passthru"
+	CtlNADBridgeCorrected = "VLAN-14/nad-bridge-corrected"
 	CtlHostMacvlanShim    = "VLAN-04/host-address-on-macvlan-sibling"
 	CtlAddrOnSubinterface = "VLAN-05/address-on-uplink.100"
 	CtlHostLocalIPAM      = "VLAN-06/host-local-ipam"
@@ -22,6 +23,7 @@ func init() {
 		Control{ID: CtlNoSubinterface, Claim: "VLAN-01", Description: "br100 enslaves no VLAN sub-interface (uplink.100 absent)", Expect: "must reach the gateway"},
 		Control{ID: CtlWrongVLAN, Claim: "VLAN-01", Description: "the node's sub-interface carries VLAN 101, the gateway VLAN 100", Expect: "must reach the gateway"},
 		Control{ID: CtlUntagged, Claim: "VLAN-02", Description: "br100 enslaves the untagged uplink itself", Expect: "may cross the trunk untagged"},
+		Control{ID: CtlNADBridgeCorrected, Claim: "VLAN-14", Description: "the subject puts every bridge-type attachment on step 1's br100, whatever bridge its NAD names", Expect: "the bridge plugin must have made a new bridge"},
 		Control{ID: CtlMacvlanPassthru, Claim: "VLAN-03", Description: "macvlan in passthru mode: the child receives every frame, so replies to the guest MAC arrive", Expect: "no reply may reach the guest"},
 		Control{ID: CtlHostMacvlanShim, Claim: "VLAN-04", Description: "the node's address sits on a macvlan sibling (mode bridge) of the pod's child instead of the parent: the host does reach the child", Expect: "no ARP frame of the host"},
 		Control{ID: CtlAddrOnSubinterface, Claim: "VLAN-05", Description: "the node's address sits on the enslaved uplink.100 instead of br100", Expect: "must reach the guest"},

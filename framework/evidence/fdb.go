@@ -48,3 +48,26 @@ func ReadBridgeFDB(h *netlink.Handle, bridge string) ([]FDBEntry, error) {
 	}
 	return out, nil
 }
+
+// ReadBridges lists the bridges in h's namespace and the ports enslaved to
+// each (what `ip link show type bridge` and `bridge link` print).
+func ReadBridges(h *netlink.Handle) (map[string][]string, error) {
+	links, err := h.LinkList()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	byIndex := map[int]string{}
+	for _, l := range links {
+		if l.Type() == "bridge" {
+			out[l.Attrs().Name] = []string{}
+			byIndex[l.Attrs().Index] = l.Attrs().Name
+		}
+	}
+	for _, l := range links {
+		if br, ok := byIndex[l.Attrs().MasterIndex]; ok {
+			out[br] = append(out[br], l.Attrs().Name)
+		}
+	}
+	return out, nil
+}

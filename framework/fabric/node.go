@@ -223,3 +223,19 @@ func (f *Fabric) provision(n *Node, up netlink.Link) error {
 	}
 	return addAddr(h, addrOn, n.Spec.Address)
 }
+
+// DeleteBridge removes bridge name from the node whose netns h is in; the
+// guide's own br100 is refused (Down removes it).
+func DeleteBridge(h *netlink.Handle, node, name string) error {
+	if name == BridgeName {
+		return fmt.Errorf("node %s: %s is step 1's bridge, not one a spec caused", node, name)
+	}
+	l, err := h.LinkByName(name)
+	if err != nil {
+		return fmt.Errorf("node %s: no bridge %s: %w", node, name, err)
+	}
+	if l.Type() != "bridge" {
+		return fmt.Errorf("node %s: %s is a %s, not a bridge", node, name, l.Type())
+	}
+	return h.LinkDel(l)
+}

@@ -59,6 +59,12 @@ type Node interface {
 	// BridgeFDB reads the forwarding database of the node's VLAN bridge
 	// (br100): which port each MAC was learned on (ARP-06).
 	BridgeFDB(ctx context.Context) ([]FDBEntry, error)
+	// Bridges lists the node's bridges and the ports of each (VLAN-14: a
+	// NAD naming another bridge makes one of its own).
+	Bridges(ctx context.Context) (map[string][]string, error)
+	// DeleteBridge removes a bridge a spec caused (the bridge plugin makes
+	// one a NAD names and never removes it).
+	DeleteBridge(ctx context.Context, name string) error
 }
 
 // Gateway is the upstream router on the VLAN.

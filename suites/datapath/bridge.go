@@ -27,6 +27,7 @@ func Specs(r *run.Run) {
 	bridgeSpecs(r)
 	macvlanSpecs(r)
 	pluginSpecs(r)
+	bridgeNameSpecs(r)
 }
 
 func bridgeSpecs(r *run.Run) {

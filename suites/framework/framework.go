@@ -7,6 +7,7 @@ package framework
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 
@@ -71,6 +72,26 @@ func (f *Framework) ApplyNAD(ctx context.Context, name, fixture string) error {
 		return err
 	}
 	return p.ApplyNAD(ctx, f.Namespace(), platform.NAD{Name: name, Config: f.Config().Subject().NADConfig(fixture)})
+}
+
+// ApplyNADSetting creates the fixture NAD under name with one key of its
+// config set to value: a user's NAD that departs from the guide in that
+// key alone (VLAN-14: another bridge).
+func (f *Framework) ApplyNADSetting(ctx context.Context, name, fixture, key string, value any) error {
+	p, err := f.Platform(ctx)
+	if err != nil {
+		return err
+	}
+	m := map[string]any{}
+	if err := json.Unmarshal([]byte(f.Config().Subject().NADConfig(fixture)), &m); err != nil {
+		return fmt.Errorf("NAD fixture %s: %w", fixture, err)
+	}
+	m[key] = value
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return p.ApplyNAD(ctx, f.Namespace(), platform.NAD{Name: name, Config: string(b)})
 }
 
 // CloudInit is the guide's userData at addr: the shipped guide's under a

@@ -77,3 +77,11 @@ func (n *node) BridgeFDB(_ context.Context) ([]platform.FDBEntry, error) {
 	}
 	return out, nil
 }
+
+func (n *node) Bridges(_ context.Context) (map[string][]string, error) {
+	return evidence.ReadBridges(n.fab.Handle)
+}
+
+func (n *node) DeleteBridge(_ context.Context, name string) error {
+	return fabric.DeleteBridge(n.fab.Handle, n.Name(), name)
+}

@@ -76,6 +76,8 @@ func subjectFor(cfg *config.Config) subject {
 		s.keepPlugins = true
 	case config.CtlMacvlanPassthru:
 		s.nadConfig = setKey("macvlan", "mode", "passthru")
+	case config.CtlNADBridgeCorrected:
+		s.nadConfig = setKey("bridge", "bridge", fabric.BridgeName)
 	case config.CtlHostLocalIPAM:
 		// The pool the allocator keeps for controls: no guest holds one of its addresses.
 		first, last := addresses.ControlPool(netip.MustParsePrefix(cfg.Subnet))

@@ -98,5 +98,19 @@ func (n *Node) BridgeFDB(_ context.Context) ([]platform.FDBEntry, error) {
 	return out, nil
 }
 
+func (n *Node) Bridges(_ context.Context) (map[string][]string, error) {
+	if n.pid == 0 {
+		return nil, n.notObservable("the bridges")
+	}
+	return evidence.ReadBridges(n.fab.Handle)
+}
+
+func (n *Node) DeleteBridge(_ context.Context, name string) error {
+	if n.pid == 0 {
+		return n.notObservable("deleting a bridge")
+	}
+	return fabric.DeleteBridge(n.fab.Handle, n.name, name)
+}
+
 // Fabric is the guide's step 1 in the node (nil on an existing cluster).
 func (n *Node) Fabric() *fabric.Node { return n.fab }

@@ -1,0 +1,77 @@
+package datapath
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/fabric"
+	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/run"
+	"github.com/cozystack/vlan-conformance/suites/framework"
+	"github.com/cozystack/vlan-conformance/suites/labels"
+	"github.com/cozystack/vlan-conformance/suites/skip"
+	"github.com/cozystack/vlan-conformance/suites/wire"
+)
+
+// wrongBridge is a bridge step 1 never made: a NAD's typo, or a bridge
+// renamed on the nodes but not in the NAD.
+const wrongBridge = "br101"
+
+// A NAD naming another bridge (the guide: "bridge must match the bridge
+// name from step 1"):
+//
+//	gateway ──trunk── uplink ── uplink.100 ── br100          (step 1)
+//	                                          br101 ── veth ── pod ── guest
+//	                                          (made by the bridge plugin, one port)
+func bridgeNameSpecs(r *run.Run) {
+	Describe("A NAD whose bridge is not step 1's", labels.Datapath, func() {
+		f := framework.New(r, "brname")
+
+		It("[VLAN-14] gets a new bridge of its own: the attachment succeeds, nothing reports an error, and the guest reaches nothing", labels.Claim("VLAN-14"), func(ctx SpecContext) {
+			p, err := f.Platform(ctx)
+			Expect(err).NotTo(HaveOccurred(), "building the platform")
+			node := p.BridgeNodes()[0]
+			before, err := node.Bridges(ctx)
+			skip.IfNotObservable(err)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(before).NotTo(HaveKey(wrongBridge), "%s must not be on %s before the spec", wrongBridge, node.Name())
+			// The bridge plugin makes the bridge a NAD names and never
+			// removes it: the spec does, once its VM is gone.
+			DeferCleanup(func(ctx SpecContext) {
+				if now, err := node.Bridges(ctx); err == nil {
+					if _, ok := now[wrongBridge]; ok {
+						Expect(node.DeleteBridge(ctx, wrongBridge)).To(Succeed())
+					}
+				}
+			})
+
+			By("a NAD like the guide's, naming " + wrongBridge)
+			Expect(f.ApplyNADSetting(ctx, "vlan100-elsewhere", config.GuideNADFixture, "bridge", wrongBridge)).To(Succeed())
+			guest, err := f.StartVM(ctx, platform.VMSpec{Name: "vm-elsewhere", Node: node, Networks: []string{"vlan100-elsewhere"}})
+			Expect(err).NotTo(HaveOccurred(), "the attachment succeeds: nothing reports the bridge name")
+
+			By("the bridge plugin made " + wrongBridge + ", the pod's interface its only port, none of br100's")
+			after, err := node.Bridges(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			f.Note("bridges on %s before the VM: %v; after: %v", node.Name(), before, after)
+			Expect(after).To(HaveKey(wrongBridge), "the bridge plugin must have made a new bridge %s on %s for the NAD: %v", wrongBridge, node.Name(), after)
+			Expect(after[wrongBridge]).To(HaveLen(1), "%s's only port must be the pod's interface: %v", wrongBridge, after[wrongBridge])
+			Expect(after[fabric.BridgeName]).NotTo(ContainElement(after[wrongBridge][0]), "the pod's interface must not be a port of br100 too")
+
+			By("and the guest reaches nothing: its requests never reach the trunk")
+			gw := p.Gateway().Address()
+			var res platform.PingResult
+			onTrunk := wire.While(ctx, p.Trunk(node), f.Artifact("trunk.pcap"), func() {
+				res, err = guest.Ping(ctx, gw, platform.WithCount(3), platform.WithInterval(200*time.Millisecond), platform.WithTimeout(time.Second))
+			})
+			Expect(err).NotTo(HaveOccurred())
+			f.Note("guest %s -> gateway %s: %d/%d replies, send error %v; frames from the guest on the trunk: %d (trunk.pcap)", guest.Name(), gw, res.Received, res.Sent, res.Err, len(onTrunk.From(guest.MAC())))
+			Expect(res.Sent).To(BeNumerically(">", 0), "the guest's echo requests must have been sent")
+			Expect(onTrunk.From(guest.MAC())).To(BeEmpty(), "no frame of the guest may reach the trunk through %s:\n%s", wrongBridge, onTrunk.Summary(20))
+			Expect(res.Received).To(BeZero(), "the guest must reach nothing on VLAN 100 through %s", wrongBridge)
+		})
+	})
+}
