@@ -28,6 +28,7 @@ type ImageEntry struct {
 	// Version is the upstream release it was built from ("" when it is not
 	// a reference plugin); Package is the Go main package it was built from.
 	Version, Package string
+	Size             int64 // bytes, regular files only
 }
 
 // Reference tells whether the entry is the upstream reference plugin of
@@ -58,6 +59,15 @@ func (i ImageInfo) Entry(name string) (ImageEntry, bool) {
 		}
 	}
 	return ImageEntry{}, false
+}
+
+// Size is what /cni-plugins holds, in bytes (its regular files).
+func (i ImageInfo) Size() int64 {
+	var n int64
+	for _, e := range i.Entries {
+		n += e.Size
+	}
+	return n
 }
 
 // Offers tells whether the image carries name at /cni-plugins.
@@ -215,6 +225,9 @@ func listImage(dir string) ([]ImageEntry, error) {
 			e.Kind = "file"
 			if e.Hash, err = hashFile(p); err != nil {
 				return nil, err
+			}
+			if fi, err := de.Info(); err == nil {
+				e.Size = fi.Size()
 			}
 			e.Version = pluginVersion(p)
 			if bi, err := buildinfo.ReadFile(p); err == nil {

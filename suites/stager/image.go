@@ -46,9 +46,13 @@ func imageSpecs(r *run.Run) {
 
 // writeImageArtifact records the image: <report-dir>/artifacts/STG-01/image.md.
 func writeImageArtifact(r *run.Run, lab *stager.Lab) error {
-	b := fmt.Sprintf("# The multus image's /cni-plugins\n\n- image: %s\n- manifest: %s\n\n| entry | kind | version | built from | sha256 |\n|---|---|---|---|---|\n", lab.Image, lab.Subject.Source)
+	// A figure, not a claim: the guide says the plugins "cost roughly 67 MiB
+	// uncompressed per architecture in the multus image".
+	size := fmt.Sprintf("%.1f MiB uncompressed in %d files (the guide: \"roughly 67 MiB uncompressed per architecture\")", float64(lab.Image.Size())/(1<<20), len(lab.Image.Entries))
+	AddReportEntry("STG-01 payload size", size)
+	b := fmt.Sprintf("# The multus image's /cni-plugins\n\n- image: %s\n- manifest: %s\n- size: %s\n\n| entry | kind | version | built from | bytes | sha256 |\n|---|---|---|---|---|---|\n", lab.Image, lab.Subject.Source, size)
 	for _, e := range lab.Image.Entries {
-		b += fmt.Sprintf("| %s | %s | %s | %s | %s |\n", e.Name, e.Kind, e.Version, e.Package, e.Hash)
+		b += fmt.Sprintf("| %s | %s | %s | %s | %d | %s |\n", e.Name, e.Kind, e.Version, e.Package, e.Size, e.Hash)
 	}
 	return os.WriteFile(r.Artifacts().Path("STG-01", "image.md"), []byte(b), 0o644)
 }
