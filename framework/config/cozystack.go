@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cozystack/vlan-conformance/fixtures"
+	"github.com/cozystack/vlan-conformance/framework/atomicfile"
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
 	"github.com/cozystack/vlan-conformance/framework/stager"
 )
@@ -221,7 +222,7 @@ func (c *Config) Prepare() error {
 		return err
 	}
 	s.Manifest = filepath.Join(dir, "multus.yaml")
-	if err := writeAtomically(s.Manifest, []byte(s.Multus.Render.Manifest)); err != nil {
+	if err := atomicfile.Write(s.Manifest, strings.NewReader(s.Multus.Render.Manifest), 0o644); err != nil {
 		return err
 	}
 	if c.flagSet("stager-manifest") {
@@ -244,23 +245,4 @@ func (c *Config) flagSet(name string) bool {
 		c.fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	}
 	return set
-}
-
-// writeAtomically: every process of a run renders the same bytes, so a
-// reader never sees a half-written file.
-func writeAtomically(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }

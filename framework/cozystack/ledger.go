@@ -1,8 +1,10 @@
 package cozystack
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/cozystack/vlan-conformance/framework/atomicfile"
 	"os"
 	"path/filepath"
 	"sort"
@@ -53,11 +55,7 @@ func (l *Ledger) save() error {
 	if err != nil {
 		return err
 	}
-	tmp := l.file + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, l.file)
+	return atomicfile.Write(l.file, bytes.NewReader(b), 0o644)
 }
 
 // Merge adds the changes saved by Persist in the files matching glob (the

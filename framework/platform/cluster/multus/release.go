@@ -16,9 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cozystack/vlan-conformance/framework/atomicfile"
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
-	"github.com/cozystack/vlan-conformance/framework/platform/cluster/node"
 )
 
 // With --cozystack the cluster runs the release's multus chart as its
@@ -159,7 +159,7 @@ func (m *Multus) meetMasterCNI(master string, pids map[string]int) error {
 		if err != nil {
 			return err
 		}
-		err = node.WriteAside(filepath.Join(dir, master), f, 0o644)
+		err = atomicfile.Write(filepath.Join(dir, master), f, 0o644)
 		f.Close()
 		if err != nil {
 			return err

@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/cozystack/vlan-conformance/framework/atomicfile"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
-	"github.com/cozystack/vlan-conformance/framework/platform/cluster/node"
 )
 
 // The init container of the stager subject.
@@ -133,7 +133,7 @@ func installPlugins(src, dst string) error {
 		if err != nil {
 			return err
 		}
-		err = node.WriteAside(filepath.Join(dst, e.Name()), f, 0o755)
+		err = atomicfile.Write(filepath.Join(dst, e.Name()), f, 0o755)
 		f.Close()
 		if err != nil {
 			return err

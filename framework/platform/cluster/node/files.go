@@ -5,47 +5,18 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 
+	"github.com/cozystack/vlan-conformance/framework/atomicfile"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 )
 
-// WriteAside writes a file next to its place, then renames it over, so a
-// CNI runtime never executes half a plugin, and a plugin executing from
-// path keeps its old inode: opening an executing file for writing fails
-// with ETXTBSY (seen in CI: a node's bridge ran while a spec placed its
-// own). The temporary name is unique, so two writers never share one, and
-// it is removed on every error.
-func WriteAside(path string, r io.Reader, mode os.FileMode) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), ".vcf-"+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = io.Copy(f, r); err != nil {
-		f.Close()
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Chmod(f.Name(), mode); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
-}
-
 // PlaceFile puts content at dir/name as an administrator's install(1)
-// would (WriteAside), and returns restore, which puts back what was there
+// would (atomicfile.Write), and returns restore, which puts back what was there
 // before, again by rename, or removes the file where there was none.
 func PlaceFile(dir, name string, content []byte, mode os.FileMode) (restore func() error, err error) {
 	path := filepath.Join(dir, name)
@@ -62,7 +33,7 @@ func PlaceFile(dir, name string, content []byte, mode os.FileMode) (restore func
 		}
 		oldMode = fi.Mode().Perm()
 	}
-	if err := WriteAside(path, bytes.NewReader(content), mode); err != nil {
+	if err := atomicfile.Write(path, bytes.NewReader(content), mode); err != nil {
 		return nil, err
 	}
 	return func() error {
@@ -72,7 +43,7 @@ func PlaceFile(dir, name string, content []byte, mode os.FileMode) (restore func
 			}
 			return nil
 		}
-		return WriteAside(path, bytes.NewReader(old), oldMode)
+		return atomicfile.Write(path, bytes.NewReader(old), oldMode)
 	}, nil
 }
 

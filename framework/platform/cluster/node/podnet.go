@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/cozystack/vlan-conformance/framework/atomicfile"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -39,7 +40,7 @@ func PTPPodNetwork(ctx context.Context, kube kubernetes.Interface, name string, 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := WriteAside(filepath.Join(dir, "10-vcf-ptp.conflist"), strings.NewReader(conf+"\n"), 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, "10-vcf-ptp.conflist"), strings.NewReader(conf+"\n"), 0o644); err != nil {
 		return err
 	}
 	h, err := netns.GetFromPath(Netns(pid))
