@@ -22,10 +22,12 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/stager"
 )
 
-// The stager specs need root but no kernel options; the rest need the lab
-// network. When the lab part runs in the VM, the stager part runs here: it
-// execs hundreds of short processes, ten times slower under TCG.
-const nativeLabel = "stager"
+// The stager and release specs need root but no kernel options; the rest
+// need the lab network. When the lab part runs in the VM, the native part
+// runs here: the stager execs hundreds of short processes, ten times
+// slower under TCG. (suites/labels.NativeLabel; the driver does not link
+// Ginkgo's spec tree.)
+const nativeLabel = "native"
 
 // labelFilter is the Ginkgo label filter of a part, combined with the
 // user's own (from the arguments after "--").

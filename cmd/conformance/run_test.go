@@ -13,9 +13,9 @@ func TestLabelFilterCombinesTheUsersFilter(t *testing.T) {
 	for _, tc := range []struct{ part, user, want string }{
 		{"all", "", ""},
 		{"all", "VLAN-01", "VLAN-01"},
-		{"native", "", "stager"},
-		{"labvm", "", "!stager"},
-		{"labvm", "VLAN-01 || ARP-03", "(VLAN-01 || ARP-03) && !stager"},
+		{"native", "", "native"},
+		{"labvm", "", "!native"},
+		{"labvm", "VLAN-01 || ARP-03", "(VLAN-01 || ARP-03) && !native"},
 	} {
 		if got := labelFilter(tc.part, tc.user); got != tc.want {
 			t.Errorf("labelFilter(%q, %q) = %q, want %q", tc.part, tc.user, got, tc.want)

@@ -5,9 +5,15 @@ package labels
 
 import . "github.com/onsi/ginkgo/v2"
 
+// NativeLabel marks specs that need root but no lab network: when the
+// lab part runs in the lab VM, these run natively (cmd/conformance).
+const NativeLabel = "native"
+
 var (
 	Datapath = Label("datapath")
-	Stager   = Label("stager")
+	Stager   = Label("stager", NativeLabel)
+	// Release: the release's charts rendered, no network at all (STG-10).
+	Release = Label("release", NativeLabel)
 	ARP      = Label("arp")
 	Cluster  = Label("cluster") // claims only a cluster can prove (suites/cluster)
 )

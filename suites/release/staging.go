@@ -40,7 +40,7 @@ var (
 // Specs registers the release's chart specs. They need --cozystack; they
 // run with the stager's (native: no network, no kernel option).
 func Specs(r *run.Run) {
-	Describe("The release's networking.stageCniPlugins, rendered", labels.Stager, Ordered, ContinueOnFailure, func() {
+	Describe("The release's networking.stageCniPlugins, rendered", labels.Release, Ordered, ContinueOnFailure, func() {
 		var rel *cozystack.Release
 
 		BeforeAll(func() {
