@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -170,15 +171,20 @@ func TestVMStages(t *testing.T) {
 			t.Fatalf("got %v", err)
 		}
 	})
-	t.Run("launcher pod cannot be made: fails at once, quoting the event", func(t *testing.T) {
-		ev := &corev1.Event{
-			ObjectMeta:     metav1.ObjectMeta{Name: "e1", Namespace: "tenant-other"},
-			InvolvedObject: corev1.ObjectReference{Kind: "VirtualMachineInstance", Name: "vm-instance-vm-a", Namespace: "tenant-other"},
+	// The VM and its VMI as this incarnation has them; an event carries the
+	// UID of the object it is about.
+	vmObj := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Name: "vm-instance-vm-a", Namespace: "tenant-other", UID: "vm-2"}}
+	pending := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "vm-instance-vm-a", Namespace: "tenant-other", UID: "vmi-2"}, Status: kubevirtv1.VirtualMachineInstanceStatus{Phase: kubevirtv1.Pending}}
+	failedCreate := func(uid types.UID) *corev1.Event {
+		return &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: "e-" + string(uid), Namespace: "tenant-other"},
+			InvolvedObject: corev1.ObjectReference{Kind: "VirtualMachineInstance", Name: "vm-instance-vm-a", Namespace: "tenant-other", UID: uid},
 			Type:           corev1.EventTypeWarning, Reason: "FailedCreate",
 			Message: "Error creating pod: failed to locate network attachment definition tenant-other/vlan100",
 		}
-		pending := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "vm-instance-vm-a", Namespace: "tenant-other"}, Status: kubevirtv1.VirtualMachineInstanceStatus{Phase: kubevirtv1.Pending}}
-		c := fakes([]runtime.Object{ev}, []runtime.Object{pending}, nil)
+	}
+	t.Run("launcher pod cannot be made: fails at once, quoting the event", func(t *testing.T) {
+		c := fakes([]runtime.Object{failedCreate("vmi-2")}, []runtime.Object{vmObj, pending}, nil)
 		s := workload.VMStages(c, map[string]time.Duration{"vmi": time.Hour}, "tenant-other", "vm-instance-vm-a", nil)[1]
 		start := time.Now()
 		err := s.Wait(context.Background())
@@ -188,6 +194,17 @@ func TestVMStages(t *testing.T) {
 		}
 		if time.Since(start) > 10*time.Second {
 			t.Fatal("a terminal event must end the wait at once, not after the stage's timeout")
+		}
+	})
+	// A re-created VM has its predecessor's name, and its events: those
+	// must not fail the new one (issue 22, item 7).
+	t.Run("a predecessor's event does not end the wait", func(t *testing.T) {
+		c := fakes([]runtime.Object{failedCreate("vmi-1")}, []runtime.Object{vmObj, pending}, nil)
+		s := workload.VMStages(c, map[string]time.Duration{"vmi": 300 * time.Millisecond}, "tenant-other", "vm-instance-vm-a", nil)[1]
+		err := s.Wait(context.Background())
+		var se *wait.StageError
+		if !errors.As(err, &se) || se.Err != nil {
+			t.Fatalf("got %v, want a timeout: the event is the predecessor's", err)
 		}
 	})
 }
