@@ -4,17 +4,17 @@ package config
 // Control.Expect). Kept apart from controls_stager.go, which the stager
 // subject's work edits; a control missing here fails the claims unit test.
 var stagerExpect = map[string]string{
-	CtlStagerExtraPlugin:         "the 14",
-	CtlStagerWritesLoopback:      "loopback",
+	CtlStagerExtraPlugin:         "nothing but the 14 may be new",
+	CtlStagerWritesLoopback:      "loopback: the image carried loopback",
 	CtlStagerCopiesInPlace:       "the unlinked old inode",
 	CtlStagerInstallsOnlyMissing: "on the second run",
-	CtlStagerSkipsOlder:          "rewritten",
+	CtlStagerSkipsOlder:          "same-name plugins must be rewritten",
 	CtlStagerRemovesOldCopy:      "must stay as it was",
 	CtlStagerExitsNonZero:        "the pod must show Ready",
 	CtlStagerGathersCauses:       "rather than printed as attempted",
 	CtlStagerNoSummary:           `no line begins "failed to install:"`,
 	CtlStagerNoPayloadGuard:      "the exact skip line",
-	CtlStagerLeavesTemp:          "to be empty",
+	CtlStagerLeavesTemp:          "no temporary file may be left in /opt/cni/bin",
 	CtlStagerImageWithLoopback:   "the image carried loopback",
 	CtlStagerCopyAllRelease:      "the image carried",
 	CtlStagerNestsInDirectory:    "the directory gained",

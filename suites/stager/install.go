@@ -110,8 +110,8 @@ func installSpecs(r *run.Run) {
 
 		// "No temporary file is left in /opt/cni/bin after a run" (CLAIMS.md)
 		It("[STG-08] leaves no temporary file behind", labels.Claim("STG-08"), func() {
-			Expect(leftovers(lab, first)).To(BeEmpty(), "after the first run")
-			Expect(leftovers(lab, second)).To(BeEmpty(), "after the second run")
+			Expect(leftovers(lab, first)).To(BeEmpty(), "no temporary file may be left in /opt/cni/bin after the first run")
+			Expect(leftovers(lab, second)).To(BeEmpty(), "no temporary file may be left in /opt/cni/bin after the second run")
 		})
 	})
 }

@@ -83,7 +83,7 @@ func killedSpecs(r *run.Run) {
 						_, still := res.After.Get(n)
 						Expect(still).To(BeFalse(), "%s, left by the killed run, is still in /opt/cni/bin after the next run\nkilled run:\n%s\nnext run:\n%s", n, describeRun(killed), describeRun(res))
 					}
-					Expect(leftovers(lab, res)).To(BeEmpty(), "\n%s", describeRun(res))
+					Expect(leftovers(lab, res)).To(BeEmpty(), "no temporary file may be left in /opt/cni/bin\n%s", describeRun(res))
 				})
 			})
 		}

@@ -76,8 +76,8 @@ func layoutSpecs(r *run.Run) {
 							Expect(c.Before.Version).To(Equal(lab.ImageVersion()), "%s: the guide's rewritten files carry the image's version on both sides", c.Name)
 						}
 					}
-					Expect(added).To(HaveLen(want.added), "added: %v\n%s", added, describeRun(res))
-					Expect(rewritten).To(HaveLen(want.rewritten), "rewritten: %v\n%s", rewritten, describeRun(res))
+					Expect(added).To(HaveLen(want.added), "the layout's missing plugins must be added; added: %v\n%s", added, describeRun(res))
+					Expect(rewritten).To(HaveLen(want.rewritten), "the layout's same-name plugins must be rewritten, whatever their version; rewritten: %v\n%s", rewritten, describeRun(res))
 					for _, n := range want.untouched {
 						Expect(res.Change(n).Verdict).To(Equal(stager.Untouched), "%s\n%s", n, describeRun(res))
 					}
@@ -112,7 +112,7 @@ func layoutSpecs(r *run.Run) {
 
 				// "No temporary file is left in /opt/cni/bin after a run" (CLAIMS.md)
 				It("[STG-08] leaves no temporary file behind", labels.Claim("STG-08"), func() {
-					Expect(leftovers(lab, res)).To(BeEmpty())
+					Expect(leftovers(lab, res)).To(BeEmpty(), "no temporary file may be left in /opt/cni/bin")
 				})
 			})
 		}

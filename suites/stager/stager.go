@@ -120,7 +120,7 @@ func stageInBeforeAll(r *run.Run, node string, sc stager.Scenario, claim, title 
 func itLeavesNoTemporaryFile(s *stagedRun) {
 	// "No temporary file is left in /opt/cni/bin after a run, failed or not" (CLAIMS.md)
 	It("[STG-08] leaves no temporary file behind", labels.Claim("STG-08"), func() {
-		Expect(leftovers(s.lab, s.res)).To(BeEmpty(), "\n%s", describeRun(s.res))
+		Expect(leftovers(s.lab, s.res)).To(BeEmpty(), "no temporary file may be left in /opt/cni/bin\n%s", describeRun(s.res))
 	})
 }
 
