@@ -14,8 +14,8 @@ var (
 	Stager   = Label("stager", NativeLabel)
 	// Release: the release's charts rendered, no network at all (STG-10).
 	Release = Label("release", NativeLabel)
-	ARP      = Label("arp")
-	Cluster  = Label("cluster") // claims only a cluster can prove (suites/cluster)
+	ARP     = Label("arp")
+	Cluster = Label("cluster") // claims only a cluster can prove (suites/cluster)
 )
 
 // Claim is the label of one claim, e.g. Claim("VLAN-03").
