@@ -78,7 +78,7 @@ func (b recoveryBound) Formula() string {
 
 // expectedFailover predicts, from the kernel's own state (the reachable
 // time it drew and when the entry was last confirmed), when the old entry
-// fails, counted from ready: no earlier than early, no later than late
+// fails, counted from ready (when the gateway starts sending to it): no earlier than early, no later than late
 // (timer-wheel rounding) plus up to two probe intervals. ok is false when
 // the tier cannot tell.
 func expectedFailover(t platform.NeighTimers, confirmed, ready time.Time) (early, late time.Duration, ok bool) {
@@ -86,7 +86,14 @@ func expectedFailover(t platform.NeighTimers, confirmed, ready time.Time) (early
 		return 0, 0, false
 	}
 	probes := t.UcastSolicit + t.McastResolicit
-	fail := confirmed.Add(t.ReachableTime + t.DelayFirstProbe + time.Duration(probes)*t.RetransTime)
+	// The entry leaves REACHABLE reachable_time after its confirmation;
+	// STALE, it starts its delay with the first packet sent to it, at ready
+	// (a gateway kept quiet through a minutes-long boot finds it STALE).
+	delayFrom := confirmed.Add(t.ReachableTime)
+	if delayFrom.Before(ready) {
+		delayFrom = ready
+	}
+	fail := delayFrom.Add(t.DelayFirstProbe + time.Duration(probes)*t.RetransTime)
 	early = max(fail.Sub(ready), 0)
 	late = max(fail.Add(timersLateness(t.ReachableTime, t.DelayFirstProbe, t.RetransTime, probes)).Sub(ready), 0)
 	return early, late, true
