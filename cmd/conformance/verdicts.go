@@ -71,12 +71,15 @@ func verdicts(w io.Writer, args []string) int {
 				proven = wl
 			}
 		}
-		if proven == "none" {
-			for _, wl := range cols {
-				if r := row[wl].Reason; r != "" {
-					why = wl + ": " + r
-					break
-				}
+		// Why not on the stronger workloads than the one it was proven on
+		// (all of them when none).
+		for _, wl := range cols {
+			if wl == proven {
+				break
+			}
+			if r := row[wl].Reason; r != "" {
+				why = wl + ": " + r
+				break
 			}
 		}
 		if proven != "vm" && guestClaim(c.ID) {

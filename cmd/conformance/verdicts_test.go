@@ -30,7 +30,7 @@ func TestVerdictsTable(t *testing.T) {
 	for _, want := range []string{
 		"not run: pod (",
 		"VLAN-01  vm      passed | passed |",
-		"ARP-01   lab     skipped | passed |",
+		"ARP-01   lab     skipped | passed | vm: skip: no gateway here",
 		"NO VM VERDICT FROM THIS RUN for ",
 	} {
 		if !strings.Contains(out, want) {
