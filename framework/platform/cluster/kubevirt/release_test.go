@@ -1,33 +1,20 @@
 package kubevirt
 
 import (
-	"flag"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/config/configtest"
 )
 
 // The KubeVirt CR applied is the release's, with useEmulation (where the
 // nodes give no KVM) and the operator's namespace as the only changes,
 // both in the ledger.
 func TestReleaseCR(t *testing.T) {
-	dir := "../../../../../shared/subjects/cozystack"
-	if _, err := os.Stat(dir); err != nil {
-		t.Skip("no Cozystack subset at " + dir)
-	}
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	cfg := config.Register(fs)
-	if err := fs.Parse([]string{"--tier=cluster", "--cozystack=" + dir, "--cni-staging=stager", "--stager-manifest=../../../../fixtures/stager/multus-daemonset.yaml", "--cni-plugins-image=localhost/vcf/multus-cni:test", "--report-dir=" + t.TempDir(), "--work-dir=" + t.TempDir()}); err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	cfg := configtest.ClusterRelease(t, "../../../..")
 	subj := cfg.Subject()
 	for _, emulation := range []bool{true, false} {
 		cr := ReleaseCR(subj, emulation, "test")

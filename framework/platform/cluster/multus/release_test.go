@@ -1,8 +1,6 @@
 package multus
 
 import (
-	"flag"
-	"os"
 	"strings"
 	"testing"
 
@@ -10,32 +8,17 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/config/configtest"
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
 )
 
-const localImage = "localhost/vcf/multus-cni:test"
+const localImage = configtest.LocalMultusImage
 
 // releaseMultus is a Multus of a kind cluster whose subject is the
 // verbatim Cozystack subset (skipped when it is not beside the checkout).
 func releaseMultus(t *testing.T, extra ...string) *Multus {
 	t.Helper()
-	dir := "../../../../../shared/subjects/cozystack"
-	if _, err := os.Stat(dir); err != nil {
-		t.Skip("no Cozystack subset at " + dir)
-	}
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	cfg := config.Register(fs)
-	args := append([]string{"--tier=cluster", "--cozystack=" + dir, "--cni-staging=stager", "--stager-manifest=../../../../fixtures/stager/multus-daemonset.yaml", "--cni-plugins-image=" + localImage, "--report-dir=" + t.TempDir(), "--work-dir=" + t.TempDir()}, extra...)
-	if err := fs.Parse(args); err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatalf("validate: %v", err)
-	}
-	if err := cfg.Prepare(); err != nil {
-		t.Fatal(err)
-	}
-	return New(cfg, nil, nil)
+	return New(configtest.ClusterRelease(t, "../../../..", extra...), nil, nil)
 }
 
 // What is applied is the chart's render with only the image references

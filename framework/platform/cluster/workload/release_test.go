@@ -1,7 +1,6 @@
 package workload
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/config/configtest"
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
@@ -23,22 +23,7 @@ import (
 // verbatim Cozystack subset (skipped when it is not beside the checkout).
 func releaseWorkloads(t *testing.T, extra ...string) *Workloads {
 	t.Helper()
-	dir := "../../../../../shared/subjects/cozystack"
-	if _, err := os.Stat(dir); err != nil {
-		t.Skip("no Cozystack subset at " + dir)
-	}
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	cfg := config.Register(fs)
-	if err := fs.Parse(append([]string{"--tier=cluster", "--cozystack=" + dir, "--cni-staging=stager", "--stager-manifest=../../../../fixtures/stager/multus-daemonset.yaml", "--cni-plugins-image=localhost/vcf/multus-cni:test", "--report-dir=" + t.TempDir(), "--work-dir=" + t.TempDir()}, extra...)); err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatalf("validate: %v", err)
-	}
-	if err := cfg.Prepare(); err != nil {
-		t.Fatal(err)
-	}
-	return New(cfg, nil, t.TempDir(), nil, nil, nil, nil)
+	return New(configtest.ClusterRelease(t, "../../../..", extra...), nil, t.TempDir(), nil, nil, nil, nil)
 }
 
 // A VM of the lane is the chart's render of the guide's values with the
