@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/cozystack/vlan-conformance/fixtures"
@@ -84,14 +83,6 @@ func (s *Subject) VLANNIC() string {
 	return s.vlanNIC
 }
 
-// GuideVM is step 3's application (nil without a release).
-func (s *Subject) GuideVM() *cozystack.GuideVM {
-	if s == nil {
-		return nil
-	}
-	return s.vm
-}
-
 func registerCozystack(fs *flag.FlagSet, c *Config) {
 	c.fs = fs
 	fs.StringVar(&c.Cozystack, "cozystack", "", "the Cozystack release under test: a checkout of cozystack/cozystack (git clone --depth 1 --branch <tag> https://github.com/cozystack/cozystack); its charts are rendered with Helm's engine and become the subject (default: the suite's own reference subject, and the report says no release was tested)")
@@ -161,16 +152,8 @@ func (s *Subject) readGuide() (err error) {
 	if _, err = s.vm.UserDataAt("192.0.2.1/24"); err != nil {
 		return err
 	}
-	addr, _ := s.vm.Address()
-	files, _ := s.vm.Netplan()
-	for _, f := range files {
-		for nic, as := range f.Addresses() {
-			if slices.Contains(as, addr) {
-				s.vlanNIC = nic
-			}
-		}
-	}
-	return nil
+	_, s.vlanNIC, err = s.vm.Address()
+	return err
 }
 
 // renderVMLane renders what the VM lane takes from the release.

@@ -320,7 +320,7 @@ func (n NetplanFile) Addresses() map[string][]string {
 // than one, or whose userData names it more than once, cannot be used so,
 // and says why.
 func (v *GuideVM) UserDataAt(addr string) (string, error) {
-	old, err := v.Address()
+	old, _, err := v.Address()
 	if err != nil {
 		return "", err
 	}
@@ -331,20 +331,24 @@ func (v *GuideVM) UserDataAt(addr string) (string, error) {
 	return strings.Replace(ud, old, addr, 1), nil
 }
 
-// Address is the one static address the netplan of step 3 gives.
-func (v *GuideVM) Address() (string, error) {
+// Address is the one static address the netplan of step 3 gives, and the
+// interface it gives it to (enp2s0 in the guide).
+func (v *GuideVM) Address() (addr, nic string, err error) {
 	files, err := v.Netplan()
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	var found []string
 	for _, f := range files {
-		for _, as := range f.Addresses() {
+		for name, as := range f.Addresses() {
 			found = append(found, as...)
+			if len(as) > 0 {
+				nic = name
+			}
 		}
 	}
 	if len(found) != 1 {
-		return "", fmt.Errorf("the guide's step 3 netplan (line %d) gives %d static addresses %v; the suite replaces exactly one with each VM's own", v.Block.Line, len(found), found)
+		return "", "", fmt.Errorf("the guide's step 3 netplan (line %d) gives %d static addresses %v; the suite replaces exactly one with each VM's own", v.Block.Line, len(found), found)
 	}
-	return found[0], nil
+	return found[0], nic, nil
 }

@@ -170,9 +170,12 @@ func TestUserDataAt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old, err := v.Address()
+	old, nic, err := v.Address()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if nic != "enp2s0" {
+		t.Errorf("the guide's VLAN NIC: %q", nic)
 	}
 	ud, err := v.UserDataAt("198.51.100.7/24")
 	if err != nil {
