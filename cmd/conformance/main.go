@@ -217,8 +217,10 @@ func (d *driver) runInVM(ctx context.Context) int {
 	cmd = insertBeforeDashDash(cmd, "--lab-vm=never", "--part=labvm")
 	// The VM sees the host read-only and only wd writable: a report or work
 	// dir elsewhere (e.g. /tmp, a tmpfs in the VM) must be shared too, or
-	// the VM's verdicts never reach the host.
-	shares, err := vmShares(wd, d.cfg.ReportDir, d.cfg.WorkDir)
+	// the VM's verdicts never reach the host. So must the release under
+	// test: beside a checkout in /tmp (CI's `git clone . /tmp/ci-check`,
+	// ../shared a link) the VM's own /tmp hides it.
+	shares, err := vmShares(wd, d.cfg.ReportDir, d.cfg.WorkDir, d.cfg.Cozystack)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lab VM:", err)
 		return 1
