@@ -70,8 +70,8 @@ func (d *driver) partOutcomes(part string) string {
 
 // inPart reports whether a control's claim runs in a part (see labelFilter).
 func inPart(c config.Control, part string) bool {
-	stager := strings.HasPrefix(c.Claim, "STG-")
-	return part == "all" || (part == "native") == stager
+	native := strings.HasPrefix(c.Claim, "STG-") || c.Native
+	return part == "all" || (part == "native") == native
 }
 
 // selftestPart runs the controls of one part here and records their

@@ -18,6 +18,9 @@ type Control struct {
 	// NeedsRelease: the broken subject is made from the release under test
 	// (--cozystack); without one there is nothing to break.
 	NeedsRelease bool
+	// Native: the claim's spec runs where the stager's do, outside the lab
+	// VM (a VLAN claim proven on a staged directory, VLAN-15).
+	Native bool
 }
 
 // OnTier reports whether the control's subject is built on tier.

@@ -1,6 +1,10 @@
 package config
 
-import "github.com/cozystack/vlan-conformance/framework/stager"
+import (
+	"slices"
+
+	"github.com/cozystack/vlan-conformance/framework/stager"
+)
 
 // Stager controls (CLAIMS.md, STG-): mutants of the reference subject in
 // fixtures/stager/mutants, each breaking one promise of the guide's
@@ -26,6 +30,8 @@ const (
 	// right only with an image that carries the 14 alone.
 	CtlStagerImageWithLoopback = "STG-02/copy-all-image-with-loopback"
 	CtlStagerCopyAllRelease    = "STG-02/copy-all-release-image"
+	// VLAN-15 is proven on a staged directory.
+	CtlStagedWithoutMacvlan = "VLAN-15/image-without-macvlan"
 )
 
 // StagerImagePlugins are the plugins the image the suite builds carries:
@@ -43,6 +49,11 @@ func (c *Config) StagerImagePlugins() []string {
 		return append(append([]string{}, base...), more...)
 	}
 	switch c.Control {
+	case CtlStagedWithoutMacvlan:
+		if base == nil {
+			base = stager.StagedPlugins
+		}
+		return slices.DeleteFunc(slices.Clone(base), func(p string) bool { return p == "macvlan" })
 	case CtlStagerImageWithLoopback:
 		return extended("loopback")
 	case CtlStagerCopyAllRelease, CtlStagerWritesLoopback, CtlStagerExtraPlugin:
@@ -75,6 +86,7 @@ func init() {
 		Control{ID: CtlStagerPublishesTempDir, Claim: "STG-05", Description: "install-cni-plugins copies into a directory an earlier run left at its temporary path and publishes it as the plugin", ExtraArgs: stagerMutant("publishes-temp-directory.yaml")},
 		Control{ID: CtlStagerNestsInDirectory, Claim: "STG-05", Description: "install-cni-plugins moves the plugin into a directory at the destination", ExtraArgs: stagerMutant("nests-in-directory.yaml")},
 		Control{ID: CtlStagerStrandsKilledTemp, Claim: "STG-08", Description: "install-cni-plugins uses a fresh temporary name each run and never clears what a killed run left", ExtraArgs: stagerMutant("strands-killed-temp.yaml")},
+		Control{ID: CtlStagedWithoutMacvlan, Claim: "VLAN-15", Native: true, Description: "the image's /cni-plugins lacks macvlan (a Dockerfile that extracts the other 13): staging cannot mend the NAD", Expect: "after staging the same NAD must attach"},
 		Control{ID: CtlStagerLeavesTemp, Claim: "STG-08", Description: "install-cni-plugins leaves its temporary file behind on failure", ExtraArgs: stagerMutant("leaves-temp.yaml")},
 	)
 }

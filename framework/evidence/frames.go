@@ -21,6 +21,7 @@ type Frame struct {
 	Tagged   bool
 	ARP      *ARP
 	ICMP     *ICMP
+	TCP      *TCP
 	Size     int
 }
 
@@ -36,6 +37,12 @@ type ICMP struct {
 	Type     uint8 // 8 request, 0 reply
 	Src, Dst netip.Addr
 	DF       bool
+}
+
+// TCP is a TCP segment's addresses and the flags of a handshake.
+type TCP struct {
+	Src, Dst      netip.AddrPort
+	SYN, ACK, RST bool
 }
 
 // Decode parses a raw Ethernet frame.
@@ -59,6 +66,11 @@ func Decode(raw []byte) Frame {
 			d, _ := netip.AddrFromSlice(ip.DstIP)
 			f.ICMP = &ICMP{Type: ic.TypeCode.Type(), Src: s.Unmap(), Dst: d.Unmap(), DF: ip.Flags&layers.IPv4DontFragment != 0}
 		}
+		if t, ok := pkt.Layer(layers.LayerTypeTCP).(*layers.TCP); ok {
+			s, _ := netip.AddrFromSlice(ip.SrcIP)
+			d, _ := netip.AddrFromSlice(ip.DstIP)
+			f.TCP = &TCP{Src: netip.AddrPortFrom(s.Unmap(), uint16(t.SrcPort)), Dst: netip.AddrPortFrom(d.Unmap(), uint16(t.DstPort)), SYN: t.SYN, ACK: t.ACK, RST: t.RST}
+		}
 	}
 	return f
 }
@@ -76,6 +88,16 @@ func (f Frame) String() string {
 		fmt.Fprintf(&b, " ARP %s is-at %s", f.ARP.SenderIP, f.ARP.SenderMAC)
 	case f.ICMP != nil:
 		fmt.Fprintf(&b, " ICMP type %d %s > %s", f.ICMP.Type, f.ICMP.Src, f.ICMP.Dst)
+	case f.TCP != nil:
+		fmt.Fprintf(&b, " TCP %s > %s", f.TCP.Src, f.TCP.Dst)
+		for _, fl := range []struct {
+			on   bool
+			name string
+		}{{f.TCP.SYN, " SYN"}, {f.TCP.ACK, " ACK"}, {f.TCP.RST, " RST"}} {
+			if fl.on {
+				b.WriteString(fl.name)
+			}
+		}
 	}
 	fmt.Fprintf(&b, " len %d", f.Size)
 	return b.String()
@@ -135,6 +157,11 @@ func (fs Frames) EchoRequests(src, dst netip.Addr) Frames {
 // EchoReplies keeps ICMP echo replies from src to dst.
 func (fs Frames) EchoReplies(src, dst netip.Addr) Frames {
 	return fs.filter(func(f Frame) bool { return f.ICMP != nil && f.ICMP.Type == 0 && f.ICMP.Src == src && f.ICMP.Dst == dst })
+}
+
+// SYNsTo keeps TCP connection requests (SYN without ACK) to dst.
+func (fs Frames) SYNsTo(dst netip.AddrPort) Frames {
+	return fs.filter(func(f Frame) bool { return f.TCP != nil && f.TCP.SYN && !f.TCP.ACK && f.TCP.Dst == dst })
 }
 
 // Replies keeps ARP replies and ICMP echo replies.

@@ -150,9 +150,22 @@ func addAddr(h *netlink.Handle, iface string, p netip.Prefix) error {
 	if err != nil {
 		return err
 	}
-	a := &netlink.Addr{IPNet: &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}}
+	a := addrOf(p)
 	if err := h.AddrAdd(l, a); err != nil {
 		return fmt.Errorf("address %s on %s: %w", p, iface, err)
 	}
 	return nil
+}
+
+// delAddr removes p from l.
+func delAddr(h *netlink.Handle, l netlink.Link, p netip.Prefix) error {
+	a := addrOf(p)
+	if err := h.AddrDel(l, a); err != nil {
+		return fmt.Errorf("removing address %s from %s: %w", p, l.Attrs().Name, err)
+	}
+	return nil
+}
+
+func addrOf(p netip.Prefix) *netlink.Addr {
+	return &netlink.Addr{IPNet: &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}}
 }

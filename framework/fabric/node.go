@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 
@@ -238,4 +239,40 @@ func DeleteBridge(h *netlink.Handle, node, name string) error {
 		return fmt.Errorf("node %s: %s is a %s, not a bridge", node, name, l.Type())
 	}
 	return h.LinkDel(l)
+}
+
+// BridgeParent redoes step 1 on a node provisioned for macvlan, as netplan
+// apply would (VLAN-13): a bridge br100, the VLAN sub-interface enslaved to
+// it, the node's address moved from the sub-interface onto it. When the
+// kernel refuses the enslave (a macvlan consumer still holds the
+// sub-interface: EBUSY), the bridge is removed again, the node is left as
+// it was, and the error wraps the kernel's errno. undo returns the node to
+// its macvlan wiring.
+func BridgeParent(n *Node) (undo func() error, err error) {
+	h, name := n.Handle, n.Spec.Name
+	if n.Parent == "" {
+		return nil, fmt.Errorf("node %s has no VLAN sub-interface to bridge", name)
+	}
+	if _, err := h.LinkByName(BridgeName); err == nil {
+		return nil, fmt.Errorf("node %s already has %s", name, BridgeName)
+	}
+	parent, err := h.LinkByName(n.Parent)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", name, err)
+	}
+	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: BridgeName}}
+	if err := h.LinkAdd(br); err != nil {
+		return nil, fmt.Errorf("node %s: bridge: %w", name, err)
+	}
+	if err := h.LinkSetMaster(parent, br); err != nil {
+		return nil, errors.Join(fmt.Errorf("node %s: enslave %s to %s: %w", name, n.Parent, BridgeName, err), h.LinkDel(br))
+	}
+	undo = func() error {
+		// Deleting the bridge releases its ports; the address goes back.
+		return errors.Join(h.LinkDel(br), addAddr(h, n.Parent, n.Spec.Address))
+	}
+	if err := errors.Join(delAddr(h, parent, n.Spec.Address), h.LinkSetUp(br), addAddr(h, BridgeName, n.Spec.Address)); err != nil {
+		return nil, errors.Join(err, undo())
+	}
+	return undo, nil
 }

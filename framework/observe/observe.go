@@ -4,7 +4,10 @@
 // speak it, so none of them has to import another's floor.
 package observe
 
-import "time"
+import (
+	"net/netip"
+	"time"
+)
 
 // NeighTimers are the neighbour-table settings that bound how long a stale
 // entry can survive (net.ipv4.neigh.<if>.*).
@@ -89,4 +92,23 @@ func NewPingOptions(opts ...PingOption) PingOptions {
 		f(&o)
 	}
 	return o
+}
+
+// Dial is one TCP connection attempt (VLAN-04/05: a host-side service).
+type Dial struct {
+	Dst       netip.AddrPort
+	Connected bool
+	// Err is why it did not connect ("i/o timeout", "connection
+	// refused", "no route to host"); nil when it did.
+	Err  error
+	Took time.Duration
+}
+
+// Service is a TCP service a node offers on its VLAN address: it accepts
+// every connection, records the peer and closes it.
+type Service interface {
+	Addr() netip.AddrPort
+	// Accepted lists the peers it accepted so far.
+	Accepted() []netip.AddrPort
+	Close() error
 }

@@ -65,6 +65,14 @@ type Node interface {
 	// DeleteBridge removes a bridge a spec caused (the bridge plugin makes
 	// one a NAD names and never removes it).
 	DeleteBridge(ctx context.Context, name string) error
+	// BridgeParent redoes step 1 on a node provisioned for macvlan, as
+	// netplan apply does: br100 over its VLAN sub-interface, its address
+	// on br100 (VLAN-13). A refused enslave leaves the node as it was and
+	// wraps the kernel's errno; undo returns the node to macvlan.
+	BridgeParent(ctx context.Context) (undo func() error, err error)
+	// Serve offers a TCP service on the node's VLAN address (VLAN-04/05:
+	// "a host-side service on the parent IP").
+	Serve(ctx context.Context) (Service, error)
 }
 
 // Gateway is the upstream router on the VLAN.
@@ -117,6 +125,9 @@ type Guest interface {
 	// AnnounceGARP sends a gratuitous ARP for the guest's VLAN address.
 	AnnounceGARP(ctx context.Context) error
 	Neighbor(ctx context.Context, ip netip.Addr) (Neighbor, error)
+	// Dial opens a TCP connection to dst within timeout and closes it; a
+	// connection that fails is the result's Err, err a dial never tried.
+	Dial(ctx context.Context, dst netip.AddrPort, timeout time.Duration) (Dial, error)
 	// VLANPoint is the guest's VLAN NIC as a capture point.
 	VLANPoint() evidence.Point
 	// Attachment is what the CNI plugin handed to the pod for this VLAN.
@@ -181,6 +192,8 @@ type (
 	PingResult   = observe.PingResult
 	PingOptions  = observe.PingOptions
 	PingOption   = observe.PingOption
+	Dial         = observe.Dial
+	Service      = observe.Service
 )
 
 func WithCount(n int) PingOption              { return observe.WithCount(n) }

@@ -28,6 +28,7 @@ func Specs(r *run.Run) {
 	macvlanSpecs(r)
 	pluginSpecs(r)
 	bridgeNameSpecs(r)
+	consumerSpecs(r)
 }
 
 func bridgeSpecs(r *run.Run) {
@@ -113,6 +114,22 @@ func bridgeSpecs(r *run.Run) {
 			Expect(err).NotTo(HaveOccurred())
 			f.Note("guest -> node %s: %d/%d echo replies", node.Address().Addr(), res.Received, res.Sent)
 			Expect(res.Received).To(BeNumerically(">", 0), "the guest must reach node %s at %s", node.Name(), node.Address())
+		})
+
+		// The bridge "carries the host's presence on that VLAN (optional, but
+		// useful [...] for any host-side service the VMs must reach)".
+		It("[VLAN-05] lets the guest connect to a TCP service on the node's bridge address", labels.Claim("VLAN-05"), func(ctx SpecContext) {
+			node := guestA.Node()
+			svc, err := node.Serve(ctx)
+			skip.IfNotObservable(err)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(svc.Close)
+			d, err := guestA.Dial(ctx, svc.Addr(), serviceTimeout)
+			Expect(err).NotTo(HaveOccurred())
+			f.Note("guest %s -> TCP service %s on %s: connected %v, error %v, after %s; accepted by the service: %v",
+				guestA.Addr.Addr(), svc.Addr(), node.Name(), d.Connected, d.Err, d.Took.Round(time.Millisecond), svc.Accepted())
+			Expect(d.Connected).To(BeTrue(), "the guest must connect to the service on %s's bridge address %s: %v", node.Name(), svc.Addr(), d.Err)
+			Expect(svc.Accepted()).To(ContainElement(HaveField("Addr()", guestA.Addr.Addr())), "the service must have accepted the guest's own address %s", guestA.Addr.Addr())
 		})
 
 		// "ipam: {} — no cluster-side address assignment; the guest configures its address itself."

@@ -20,6 +20,10 @@ import (
 // retrans_time 1 s) give 3 s; 3 s more allow for TCG and the console.
 const neighFailedBound = 6 * time.Second
 
+// serviceTimeout bounds one TCP connection attempt to a node's service:
+// past the guest's ARP resolution (3 s, as above) and the TCG console.
+const serviceTimeout = 6 * time.Second
+
 func macvlanSpecs(r *run.Run) {
 	Describe("A node provisioned for macvlan", labels.Datapath, Ordered, ContinueOnFailure, func() {
 		f := framework.New(r, "macvlan")
@@ -92,15 +96,20 @@ func macvlanSpecs(r *run.Run) {
 			})
 		})
 
+		// Proven on a macvlan child that owns its address (a pod, no bridge
+		// binding in between), so that VLAN-03's dropped replies cannot stand in
+		// for the isolation; the child's own traffic to the gateway shows the
+		// link is alive.
 		Context("with a macvlan child that owns its address", func() {
-			// "...the host cannot reach macvlan children through the parent interface either."
-			// Proven on a macvlan child that owns its address (a pod, no bridge
-			// binding in between), so that VLAN-03's dropped replies cannot stand in
-			// for the isolation; the child's own traffic to the gateway shows the
-			// link is alive.
-			It("[VLAN-04] keeps the parent's address and a macvlan child apart, while the child reaches the outside", labels.Claim("VLAN-04"), func(ctx SpecContext) {
-				child, err := f.StartVM(ctx, platform.VMSpec{Name: "pod-mv", Node: node, Networks: []string{"vlan100-macvlan"}, Binding: platform.NoBinding})
+			var child *framework.VM
+			BeforeAll(func(ctx SpecContext) {
+				var err error
+				child, err = f.StartVM(ctx, platform.VMSpec{Name: "pod-mv", Node: node, Networks: []string{"vlan100-macvlan"}, Binding: platform.NoBinding})
 				Expect(err).NotTo(HaveOccurred(), "starting pod-mv with the macvlan NIC as its own")
+			})
+
+			// "...the host cannot reach macvlan children through the parent interface either."
+			It("[VLAN-04] keeps the parent's address and a macvlan child apart, while the child reaches the outside", labels.Claim("VLAN-04"), func(ctx SpecContext) {
 				childAddr := child.Addr.Addr()
 				hostAddr := node.Address().Addr()
 
@@ -133,6 +142,31 @@ func macvlanSpecs(r *run.Run) {
 				Expect(res.Err).NotTo(HaveOccurred(), "every echo request must leave the child")
 				Expect(res.Sent).To(BeNumerically(">", 0), "the child's echo requests must have been sent")
 				Expect(res.Received).To(BeZero(), "the macvlan child must not reach the node's address %s", hostAddr)
+			})
+
+			// "...so a host-side service on the parent IP is unreachable from the VMs."
+			It("[VLAN-04] keeps a TCP service on the parent's address out of the child's reach", labels.Claim("VLAN-04"), func(ctx SpecContext) {
+				svc, err := node.Serve(ctx)
+				skip.IfNotObservable(err)
+				Expect(err).NotTo(HaveOccurred())
+				DeferCleanup(svc.Close)
+				hostAddr := node.Address().Addr()
+
+				By("the child tries to connect: its attempt leaves it, and the service accepts nothing")
+				var d platform.Dial
+				atChild := wire.While(ctx, child.VLANPoint(), f.Artifact("child.pcap"), func() {
+					d, err = child.Dial(ctx, svc.Addr(), serviceTimeout)
+				})
+				Expect(err).NotTo(HaveOccurred())
+				// The attempt leaves as ARP requests for the host, or as a SYN
+				// when the child already holds the host's MAC.
+				fromChild := atChild.From(child.MAC())
+				asked, syns := fromChild.ARPRequestsFor(hostAddr), fromChild.SYNsTo(svc.Addr())
+				f.Note("child %s -> TCP service %s on %s: connected %v, error %v, after %s; the child's ARP requests for %s: %d; its SYNs: %d; accepted by the service: %v (child.pcap)",
+					child.Addr.Addr(), svc.Addr(), node.Name(), d.Connected, d.Err, d.Took.Round(time.Millisecond), hostAddr, len(asked), len(syns), svc.Accepted())
+				Expect(len(asked)+len(syns)).To(BeNumerically(">", 0), "the child's attempt must be seen leaving it (ARP requests for %s, or a SYN):\n%s", hostAddr, atChild.Summary(20))
+				Expect(d.Connected).To(BeFalse(), "the macvlan child must not open a connection to the service on the parent's address %s", svc.Addr())
+				Expect(svc.Accepted()).To(BeEmpty(), "the service on the parent's address must accept nothing from the child")
 			})
 		})
 	})

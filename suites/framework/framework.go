@@ -141,6 +141,17 @@ func (f *Framework) StartVM(ctx context.Context, spec platform.VMSpec) (*VM, err
 	return v, nil
 }
 
+// Delete deletes the VM before the spec ends (VLAN-13's consumer): the
+// spec's cleanup then has nothing left to delete.
+func (v *VM) Delete(ctx context.Context) error {
+	if v.Guest == nil {
+		return nil
+	}
+	err := v.p.DeleteVM(ctx, v.Guest)
+	v.Guest = nil
+	return err
+}
+
 // Unwrap is the platform's own guest (platform.Own).
 func (v *VM) Unwrap() platform.Guest { return v.Guest }
 

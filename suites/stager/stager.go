@@ -45,6 +45,7 @@ func Specs(r *run.Run) {
 	layoutSpecs(r)
 	noPluginsDirSpecs(r)
 	emptyPluginsDirSpecs(r)
+	cniPathSpecs(r)
 }
 
 // newLab builds a lab from the run's flags; it is removed when the

@@ -85,3 +85,11 @@ func (n *node) Bridges(_ context.Context) (map[string][]string, error) {
 func (n *node) DeleteBridge(_ context.Context, name string) error {
 	return fabric.DeleteBridge(n.fab.Handle, n.Name(), name)
 }
+
+func (n *node) BridgeParent(context.Context) (func() error, error) {
+	return fabric.BridgeParent(n.fab)
+}
+
+func (n *node) Serve(context.Context) (platform.Service, error) {
+	return probe.Serve(n.fab.Netns, n.Address().Addr())
+}

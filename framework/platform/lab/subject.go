@@ -62,13 +62,13 @@ func subjectFor(cfg *config.Config) subject {
 		s.bridgeWiring = fabric.WrongVLAN
 	case config.CtlUntagged:
 		s.bridgeWiring = fabric.UntaggedUplink
-	case config.CtlAddrOnSubinterface:
+	case config.CtlAddrOnSubinterface, config.CtlServiceOnSub:
 		s.bridgeWiring = fabric.AddrOnSubinterface
 	case config.CtlBothVLANsOneBridge:
 		s.bridgeWiring = fabric.BothVLANs
 	case config.CtlProbeCannotLeave:
 		s.probeCannotLeave = true
-	case config.CtlHostMacvlanShim:
+	case config.CtlHostMacvlanShim, config.CtlServiceOnShim:
 		s.macvlanWiring = fabric.MacvlanShim
 	case config.CtlJumboPath:
 		s.mtu = 9000
@@ -76,6 +76,8 @@ func subjectFor(cfg *config.Config) subject {
 		s.keepPlugins = true
 	case config.CtlMacvlanPassthru:
 		s.nadConfig = setKey("macvlan", "mode", "passthru")
+	case config.CtlConsumerOnTrunk:
+		s.nadConfig = setKey("macvlan", "master", fabric.UplinkName)
 	case config.CtlNADBridgeCorrected:
 		s.nadConfig = setKey("bridge", "bridge", fabric.BridgeName)
 	case config.CtlHostLocalIPAM:

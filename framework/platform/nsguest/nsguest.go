@@ -90,6 +90,10 @@ func (g *Inside) Ping(ctx context.Context, dst netip.Addr, opts ...platform.Ping
 	return probe.Ping(ctx, g.Netns, dst, opts...)
 }
 
+func (g *Inside) Dial(ctx context.Context, dst netip.AddrPort, timeout time.Duration) (platform.Dial, error) {
+	return probe.Dial(ctx, g.Netns, dst, timeout)
+}
+
 // VLANAddr is the first IPv4 address on the VLAN NIC.
 func (g *Inside) VLANAddr() (netip.Addr, error) {
 	addrs, err := g.Addresses(context.Background(), g.NIC)

@@ -112,5 +112,19 @@ func (n *Node) DeleteBridge(_ context.Context, name string) error {
 	return fabric.DeleteBridge(n.fab.Handle, n.name, name)
 }
 
+func (n *Node) BridgeParent(context.Context) (func() error, error) {
+	if n.pid == 0 {
+		return nil, n.notObservable("redoing step 1")
+	}
+	return fabric.BridgeParent(n.fab)
+}
+
+func (n *Node) Serve(context.Context) (platform.Service, error) {
+	if n.pid == 0 {
+		return nil, n.notObservable("a TCP service")
+	}
+	return probe.Serve(n.NetnsPath(), n.addr.Addr())
+}
+
 // Fabric is the guide's step 1 in the node (nil on an existing cluster).
 func (n *Node) Fabric() *fabric.Node { return n.fab }

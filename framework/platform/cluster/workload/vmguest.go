@@ -192,6 +192,32 @@ func (g *vmGuest) Ping(ctx context.Context, dst netip.Addr, opts ...platform.Pin
 	return r, nil
 }
 
+// Dial connects with bash's /dev/tcp (the guest image has bash, not
+// necessarily nc): exit 0 is a connection, 124 timeout's cut, any other
+// code bash's own complaint, which it prints.
+func (g *vmGuest) Dial(ctx context.Context, dst netip.AddrPort, timeout time.Duration) (platform.Dial, error) {
+	d := platform.Dial{Dst: dst}
+	cmd := fmt.Sprintf("timeout %d bash -c 'exec 3<>/dev/tcp/%s/%d' 2>&1", max(1, int(timeout.Seconds())), dst.Addr(), dst.Port())
+	start := time.Now()
+	out, code, err := g.run(ctx, cmd)
+	d.Took = time.Since(start)
+	if err != nil {
+		return d, fmt.Errorf("guest %s: %w", g.spec.Name, err)
+	}
+	out = strings.TrimSpace(out)
+	switch code {
+	case 0:
+		d.Connected = true
+	case 124:
+		d.Err = fmt.Errorf("no connection within %s (timeout)", timeout)
+	case 126, 127:
+		return d, fmt.Errorf("guest %s: %s could not run (exit %d): %s", g.spec.Name, cmd, code, out)
+	default:
+		d.Err = fmt.Errorf("exit %d: %s", code, out)
+	}
+	return d, nil
+}
+
 // parsePing reads iputils ping's summary (and a local send error); ran is
 // false when there is no summary, so nothing was sent.
 func parsePing(out string) (r platform.PingResult, ran bool) {
