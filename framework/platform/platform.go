@@ -271,9 +271,27 @@ type CNIStaging interface {
 	// over, since a plugin of that name may be executing. restore puts
 	// back what was there (by rename too), or removes the file.
 	PlaceCNIFile(ctx context.Context, n Node, name string, content []byte) (restore func() error, err error)
+	// PlaceCNIDir puts an empty directory at name's place in the node's
+	// /opt/cni/bin, a destination no rename can replace (the node's file
+	// is moved aside first). restore puts back what was there.
+	PlaceCNIDir(ctx context.Context, n Node, name string) (restore func() error, err error)
 	// Restage deletes the node's Multus pod and waits for its replacement
-	// to be Ready: the stager runs again on that node.
+	// to be Ready: the stager runs again on that node. An init container
+	// that exits non-zero ends the wait at once, with its exit code.
 	Restage(ctx context.Context, n Node) error
+	// StagerRun is the stager's last run on the node as the API server
+	// reports it: what an operator sees with kubectl get, describe and logs.
+	StagerRun(ctx context.Context, n Node) (StagerRun, error)
+}
+
+// StagerRun is the node's Multus pod and its stager init container.
+type StagerRun struct {
+	Pod        string // namespace/name
+	Ready      bool   // the pod's Ready condition
+	Terminated bool   // the init container has terminated (not waiting, not running)
+	ExitCode   int32
+	Message    string   // its termination message
+	Log        []string // its log, line by line
 }
 
 // FileState is a file as a node holds it.

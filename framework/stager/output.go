@@ -2,9 +2,35 @@ package stager
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"time"
 )
+
+// SummaryPrefix begins the line that names every plugin a run could not
+// write (the guide: "A line beginning `failed to install:` names plugins
+// the container could not write").
+const SummaryPrefix = "failed to install:"
+
+// Summary finds the first of lines beginning SummaryPrefix.
+func Summary(lines []string) (line string, index int, ok bool) {
+	for i, l := range lines {
+		if strings.HasPrefix(l, SummaryPrefix) {
+			return l, i, true
+		}
+	}
+	return "", -1, false
+}
+
+// NamesPlugin: plugin appears in line as a name of its own: "vlan" in
+// "vlan:", in "/x/.vlan.tmp" or in a script's temporary path
+// "/x/.tmp-multus-vlan", not in "macvlan". The guide asks that the line
+// name the plugin, not in which words ("-" is no part of a name here: no
+// plugin's name is another's with a "-" part added).
+func NamesPlugin(line, plugin string) bool {
+	re := regexp.MustCompile(`(^|[^A-Za-z0-9_])` + regexp.QuoteMeta(plugin) + `($|[^A-Za-z0-9_])`)
+	return re.MatchString(line)
+}
 
 // Output is what the container said, as the kubelet and `kubectl logs`
 // report it.

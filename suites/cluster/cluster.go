@@ -1,5 +1,5 @@
 // Package cluster holds the claims only a real cluster can prove (CLAIMS.md
-// VLAN-11, STG-09, and ARP-01 on real re-creation): how the API server
+// VLAN-11, STG-09, STG-11, and ARP-01 on real re-creation): how the API server
 // resolves a NAD, what the Multus DaemonSet renders, what KubeVirt puts in
 // a VMI's status. Each spec asks the platform for the capability it needs
 // and skips with the reason when the platform has none (the lab); none
@@ -12,7 +12,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -281,6 +283,50 @@ func stagerSpecs(r *run.Run) {
 				node.Name(), before["bridge"].Inode, before["bridge"].SHA256, after["bridge"].Inode, after["bridge"].SHA256, payload["bridge"].SHA256)
 			Expect(after["bridge"].SHA256).To(Equal(payload["bridge"].SHA256), "the hand-placed bridge must not survive the stager")
 			Expect(after["bridge"].Inode).NotTo(Equal(before["bridge"].Inode), "the new bridge must come by rename (a new inode), not by writing into the old file")
+		})
+
+		// "The container reports these and exits successfully on purpose, so the
+		// pod shows Ready and kubectl get will not point you here."
+		It("[STG-11] leaves the Multus pod Ready when it cannot write a plugin on the node: exit 0, `failed to install:` naming it, its cause earlier in the log", labels.Claim("STG-11"), func(ctx SpecContext) {
+			const plugin = "vlan"
+			By("a directory at " + node.Name() + ":/opt/cni/bin/" + plugin + ", which no rename can replace")
+			restore, err := s.PlaceCNIDir(ctx, node, plugin)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(restore)
+
+			By("the stager runs again on that node: its Multus pod re-created")
+			restaged := s.Restage(ctx, node)
+			run, err := s.StagerRun(ctx, node)
+			Expect(err).NotTo(HaveOccurred(), "reading the stager's run from the API")
+			summary, at, found := stager.Summary(run.Log)
+			cause := -1
+			for i := 0; i < at; i++ {
+				if stager.NamesPlugin(run.Log[i], plugin) {
+					cause = i
+					break
+				}
+			}
+			f.Note("pod %s Ready %v; %s terminated %v, exit code %d, termination message %q; log:\n%s",
+				run.Pod, run.Ready, stager.InitContainerName, run.Terminated, run.ExitCode, run.Message, strings.Join(run.Log, "\n"))
+			Expect(restaged).NotTo(HaveOccurred(), "the re-created Multus pod must become Ready")
+			Expect(run.Ready).To(BeTrue(), "pod %s must show Ready", run.Pod)
+			Expect(run.Terminated).To(BeTrue(), "%s must have run to its end", stager.InitContainerName)
+			Expect(run.ExitCode).To(BeZero(), "%s exits 0 on purpose", stager.InitContainerName)
+			Expect(run.Message).To(HavePrefix(stager.SummaryPrefix), "the termination message kubectl describe shows")
+			Expect(stager.NamesPlugin(run.Message, plugin)).To(BeTrue(), "the termination message must name %s: %q", plugin, run.Message)
+			Expect(found).To(BeTrue(), "the log must have a line beginning %q", stager.SummaryPrefix)
+			Expect(stager.NamesPlugin(summary, plugin)).To(BeTrue(), "the log's summary must name %s: %q", plugin, summary)
+			Expect(cause).To(BeNumerically(">=", 0), "a line naming %s, its cause, must come before the summary (line %d)", plugin, at+1)
+
+			By("and every other plugin is installed")
+			bin, err := s.CNIBin(ctx, node)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(bin[plugin].Mode&uint32(fs.ModeDir)).NotTo(BeZero(), "the directory at %s must be left as it is", plugin)
+			for _, name := range stagedPlugins {
+				if name != plugin {
+					Expect(bin[name].SHA256).To(Equal(payload[name].SHA256), "%s must still be installed on %s, the image's copy", name, node.Name())
+				}
+			}
 		})
 
 		// "loopback, dhcp, dummy and tap are left alone ... as is anything else in /opt/cni/bin."

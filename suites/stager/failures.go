@@ -171,7 +171,7 @@ func installedAfter(lab *stager.Lab, res stager.Result, plugin string) []string 
 // plugin and gives a cause matching re, or -1.
 func causeLine(lines []string, from int, plugin string, re *regexp.Regexp) int {
 	for i := from; i < len(lines); i++ {
-		if namesPlugin(lines[i], plugin) && re.MatchString(lines[i]) {
+		if stager.NamesPlugin(lines[i], plugin) && re.MatchString(lines[i]) {
 			return i
 		}
 	}

@@ -14,8 +14,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"regexp"
-	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -29,7 +27,7 @@ import (
 // The guide's log lines.
 const (
 	skipLine      = "no /cni-plugins in this image; skipping staging"
-	summaryPrefix = "failed to install:"
+	summaryPrefix = stager.SummaryPrefix
 )
 
 // Specs registers the stager specs with the run. They need only its
@@ -176,33 +174,18 @@ func leftovers(lab *stager.Lab, res stager.Result) []string {
 
 // summary finds the first log line beginning `failed to install:`.
 func summary(res stager.Result) (line string, index int, ok bool) {
-	for i, l := range res.LogLines() {
-		if strings.HasPrefix(l, summaryPrefix) {
-			return l, i, true
-		}
-	}
-	return "", -1, false
+	return stager.Summary(res.LogLines())
 }
 
 // names returns the staged plugins a line names as words.
 func names(line string) []string {
 	var out []string
 	for _, p := range stager.StagedPlugins {
-		if namesPlugin(line, p) {
+		if stager.NamesPlugin(line, p) {
 			out = append(out, p)
 		}
 	}
 	return out
-}
-
-// namesPlugin: plugin appears in line as a name of its own: "vlan" in
-// "vlan:", in "/x/.vlan.tmp" or in a script's temporary path
-// "/x/.tmp-multus-vlan", not in "macvlan". The guide asks that the line
-// name the plugin, not in which words ("-" is no part of a name here: no
-// plugin's name is another's with a "-" part added).
-func namesPlugin(line, plugin string) bool {
-	re := regexp.MustCompile(`(^|[^A-Za-z0-9_])` + regexp.QuoteMeta(plugin) + `($|[^A-Za-z0-9_])`)
-	return re.MatchString(line)
 }
 
 // notInstalled lists the staged plugins that are not the image's copy

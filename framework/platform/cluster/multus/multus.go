@@ -21,6 +21,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/node"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/plan"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/wait"
+	"github.com/cozystack/vlan-conformance/framework/stager"
 )
 
 // Where Multus lives once applied from its release manifest.
@@ -79,7 +80,7 @@ func (m *Multus) Plan(p *plan.Plan, names []string, nodes *node.Set) {
 	ms := Manifest(cl)
 	action := "Multus thick " + ms.Describe(cl.ManifestsDir)
 	if cl.CNIStaging == "stager" {
-		action += fmt.Sprintf("; its DaemonSet gets the init container %s of %s, image %s", stagerContainer, cfg.StagerManifest, cl.CNIPluginsImage)
+		action += fmt.Sprintf("; its DaemonSet gets the init container %s of %s, image %s", stager.InitContainerName, cfg.StagerManifest, cl.CNIPluginsImage)
 	}
 	p.Add("apply", action, nil, m.install)
 	p.Wait(RolledOutStage(m.kube, m.timeouts["multus"]))
@@ -103,6 +104,11 @@ func (m *Multus) install(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if m.cfg.Is(config.CtlStagerFailsPod) {
+			if err := failingStager(&ic); err != nil {
+				return fmt.Errorf("the control %s: %w", config.CtlStagerFailsPod, err)
+			}
+		}
 		m.stager, m.stagerVol = &ic, vol
 	}
 	if err := withStaging(m.objs, m.stager, m.stagerVol, ""); err != nil {
@@ -122,7 +128,7 @@ func (m *Multus) installRelease(ctx context.Context, pids map[string]int) error 
 	if err := m.meetMasterCNI(masterCNI(objs), pids); err != nil {
 		return err
 	}
-	if m.stager, m.stagerVol, err = initContainer(objs, stagerContainer); err != nil {
+	if m.stager, m.stagerVol, err = initContainer(objs, stager.InitContainerName); err != nil {
 		return err
 	}
 	m.objs = objs

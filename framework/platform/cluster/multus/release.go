@@ -19,6 +19,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/atomicfile"
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
+	"github.com/cozystack/vlan-conformance/framework/stager"
 )
 
 // With --cozystack the cluster runs the release's multus chart as its
@@ -59,9 +60,18 @@ func (m *Multus) releaseObjects(s cozystack.Staging) ([]*unstructured.Unstructur
 			if err := m.rewriteImages(o, subj.Ledger); err != nil {
 				return nil, err
 			}
+			if m.cfg.Is(config.CtlStagerFailsPod) {
+				if err := failingStagerIn(o); err != nil {
+					return nil, fmt.Errorf("the control %s: %w", config.CtlStagerFailsPod, err)
+				}
+			}
 			// The whole difference between what the chart rendered and
 			// what is applied, for the report.
-			subj.Ledger.Add(cozystack.Change{Kind: "patch", Object: fmt.Sprintf("DaemonSet %s/%s (stageCniPlugins %s)", o.GetNamespace(), o.GetName(), s), What: "rendered → applied, in full", Why: "the image rewrites above and nothing else", Diff: cmp.Diff(rendered.Object, o.Object)})
+			why := "the image rewrites above and nothing else"
+			if m.cfg.Is(config.CtlStagerFailsPod) {
+				why = "the image rewrites above and the control " + config.CtlStagerFailsPod + "'s wrapper of the stager's script"
+			}
+			subj.Ledger.Add(cozystack.Change{Kind: "patch", Object: fmt.Sprintf("DaemonSet %s/%s (stageCniPlugins %s)", o.GetNamespace(), o.GetName(), s), What: "rendered → applied, in full", Why: why, Diff: cmp.Diff(rendered.Object, o.Object)})
 		}
 		objs = append(objs, o)
 	}
@@ -216,6 +226,58 @@ func (m *Multus) keptOnCopy() (*cozystack.Release, error) {
 }
 
 var stagingIf = regexp.MustCompile(`\{\{-?\s*if\s+has\s+\$stageCniPlugins\s+\(list\s+"true"[^}]*\}\}`)
+
+// failingStagerIn applies failingStager to the stager's init container of
+// a rendered DaemonSet (none rendered: nothing to break).
+func failingStagerIn(o *unstructured.Unstructured) error {
+	cs, _, err := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "initContainers")
+	if err != nil {
+		return err
+	}
+	for i, c := range cs {
+		cm, _ := c.(map[string]any)
+		if cm["name"] != stager.InitContainerName {
+			continue
+		}
+		var ct corev1.Container
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(cm, &ct); err != nil {
+			return err
+		}
+		if err := failingStager(&ct); err != nil {
+			return err
+		}
+		if cs[i], err = runtime.DefaultUnstructuredConverter.ToUnstructured(&ct); err != nil {
+			return err
+		}
+	}
+	return unstructured.SetNestedSlice(o.Object, cs, "spec", "template", "spec", "initContainers")
+}
+
+// failingStager is the control CtlStagerFailsPod's stager: its script runs
+// unchanged in a subshell, then the container exits 1 when the script left
+// a termination message, i.e. reported a plugin it could not write. That
+// is the design the guide rejects ("failing it instead would leave the
+// node unable to start any pod that goes through CNI"). The script must
+// be the shell's -c argument, as a chart writes one.
+func failingStager(c *corev1.Container) error {
+	msg := c.TerminationMessagePath
+	if msg == "" {
+		msg = corev1.TerminationMessagePathDefault
+	}
+	wrap := func(script string) string {
+		return "(\n" + script + "\n)\nrc=$?\n[ ! -s " + msg + " ] || exit 1\nexit $rc\n"
+	}
+	cmd := c.Command
+	switch {
+	case len(cmd) == 3 && cmd[1] == "-c":
+		c.Command = []string{cmd[0], cmd[1], wrap(cmd[2])}
+	case len(cmd) == 2 && cmd[1] == "-c" && len(c.Args) > 0:
+		c.Args = append([]string{wrap(c.Args[0])}, c.Args[1:]...)
+	default:
+		return fmt.Errorf("%s runs %q %q, not a shell's -c script to wrap", c.Name, cmd, c.Args)
+	}
+	return nil
+}
 
 // initContainer is the named init container of the DaemonSet in objs.
 func initContainer(objs []*unstructured.Unstructured, name string) (*corev1.Container, string, error) {

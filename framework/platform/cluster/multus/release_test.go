@@ -1,15 +1,21 @@
 package multus
 
 import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/config/configtest"
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
+	"github.com/cozystack/vlan-conformance/framework/stager"
 )
 
 const localImage = configtest.LocalMultusImage
@@ -87,12 +93,77 @@ func TestStagingKeptOnCopy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, _, err := initContainer(objs, stagerContainer)
+		c, _, err := initContainer(objs, stager.InitContainerName)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if (c != nil) != tc.want {
 			t.Errorf("%v: install-cni-plugins present %v with stageCniPlugins false, want %v", tc.args, c != nil, tc.want)
 		}
+	}
+}
+
+// STG-11's cluster control, run by a real shell: the release's script
+// unchanged, then exit 1 when it left a termination message; its own exit
+// code otherwise.
+func TestFailingStager(t *testing.T) {
+	for _, tc := range []struct {
+		script string
+		want   int
+	}{
+		{"echo 'failed to install: vlan' > \"$MSG\"; exit 0", 1},
+		{"echo staged; exit 0", 0},
+		{"set -eu; false", 1},
+		{"exit 3", 3},
+	} {
+		msg := filepath.Join(t.TempDir(), "termination-log")
+		c := corev1.Container{Name: stager.InitContainerName, Command: []string{"sh", "-c", tc.script}, TerminationMessagePath: msg}
+		if err := failingStager(&c); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(c.Command[0], c.Command[1:]...)
+		cmd.Env = append(os.Environ(), "MSG="+msg)
+		err := cmd.Run()
+		got := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			got = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("%q wrapped: exit %d, want %d\n%s", tc.script, got, tc.want, c.Command[2])
+		}
+	}
+	if err := failingStager(&corev1.Container{Name: "x", Command: []string{"/install"}}); err == nil {
+		t.Error("a container that runs no shell script was wrapped")
+	}
+}
+
+// The control changes the release's stager container and nothing else of
+// the DaemonSet.
+func TestFailingStagerInRelease(t *testing.T) {
+	plain, err := releaseMultus(t).releaseObjects(cozystack.Unset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken, err := releaseMultus(t, "--control="+config.CtlStagerFailsPod).releaseObjects(cozystack.Unset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := initContainer(plain, stager.InitContainerName)
+	if err != nil || p == nil {
+		t.Fatalf("the release renders no %s: %v", stager.InitContainerName, err)
+	}
+	b, _, err := initContainer(broken, stager.InitContainerName)
+	if err != nil || b == nil {
+		t.Fatalf("the control's render has no %s: %v", stager.InitContainerName, err)
+	}
+	if !strings.Contains(b.Command[2], p.Command[2]) || !strings.HasSuffix(b.Command[2], "exit $rc\n") {
+		t.Errorf("the control's script does not wrap the release's:\n%s", b.Command[2])
+	}
+	b.Command = p.Command
+	if d := cmp.Diff(p, b); d != "" {
+		t.Errorf("the control changed more than the script (-release +control):\n%s", d)
 	}
 }

@@ -14,10 +14,8 @@ import (
 
 	"github.com/cozystack/vlan-conformance/framework/atomicfile"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
+	"github.com/cozystack/vlan-conformance/framework/stager"
 )
-
-// The init container of the stager subject.
-const stagerContainer = "install-cni-plugins"
 
 // stagerInit takes the install-cni-plugins init container from the stager
 // manifest (--stager-manifest) with the image given for it, mounting the
@@ -36,7 +34,7 @@ func stagerInit(manifest []byte, image string) (corev1.Container, string, error)
 			return corev1.Container{}, "", err
 		}
 		for _, c := range ds.Spec.Template.Spec.InitContainers {
-			if c.Name != stagerContainer {
+			if c.Name != stager.InitContainerName {
 				continue
 			}
 			for _, vm := range c.VolumeMounts {
@@ -49,17 +47,17 @@ func stagerInit(manifest []byte, image string) (corev1.Container, string, error)
 					}
 				}
 			}
-			return corev1.Container{}, "", fmt.Errorf("stager manifest: %s mounts no hostPath /opt/cni/bin", stagerContainer)
+			return corev1.Container{}, "", fmt.Errorf("stager manifest: %s mounts no hostPath /opt/cni/bin", stager.InitContainerName)
 		}
 	}
-	return corev1.Container{}, "", fmt.Errorf("stager manifest: no DaemonSet with an init container %s (staging is off in that render)", stagerContainer)
+	return corev1.Container{}, "", fmt.Errorf("stager manifest: no DaemonSet with an init container %s (staging is off in that render)", stager.InitContainerName)
 }
 
 // withStaging renders the Multus DaemonSet as the chart does with
 // networking.stageCniPlugins on (the stager's init container first, mounting
 // the node's /opt/cni/bin) or off (no such init container). rev, if set,
 // annotates the pod template so that the DaemonSet rolls.
-func withStaging(objs []*unstructured.Unstructured, stager *corev1.Container, stagerVolume, rev string) error {
+func withStaging(objs []*unstructured.Unstructured, ic *corev1.Container, stagerVolume, rev string) error {
 	for _, o := range objs {
 		if o.GetKind() != "DaemonSet" || !strings.Contains(o.GetName(), "multus") {
 			continue
@@ -71,12 +69,12 @@ func withStaging(objs []*unstructured.Unstructured, stager *corev1.Container, st
 		spec := &ds.Spec.Template.Spec
 		var inits []corev1.Container
 		for _, c := range spec.InitContainers {
-			if c.Name != stagerContainer {
+			if c.Name != stager.InitContainerName {
 				inits = append(inits, c)
 			}
 		}
-		if stager != nil {
-			c := *stager
+		if ic != nil {
+			c := *ic
 			vol := cniBinVolume(spec)
 			if vol == "" {
 				vol = stagerVolume

@@ -139,6 +139,14 @@ func (m *Multus) PlaceCNIFile(_ context.Context, pn platform.Node, name string, 
 	return node.PlaceFile(n.HostPath(n.CNIBinDir()), name, content, 0o755)
 }
 
+func (m *Multus) PlaceCNIDir(_ context.Context, pn platform.Node, name string) (func() error, error) {
+	n, ok := reachable(pn)
+	if !ok {
+		return nil, fmt.Errorf("placing a directory in /opt/cni/bin of %s: %w", pn.Name(), evidence.ErrNotObservable)
+	}
+	return node.PlaceDir(n.HostPath(n.CNIBinDir()), name)
+}
+
 func (m *Multus) Restage(ctx context.Context, pn platform.Node) error {
 	if m.objs == nil {
 		return fmt.Errorf("re-running the stager: %w (the suite did not install Multus)", evidence.ErrNotObservable)
@@ -158,12 +166,70 @@ func (m *Multus) Restage(ctx context.Context, pn platform.Node) error {
 		if p.UID == old.UID {
 			return false, "the old pod is still there", nil
 		}
-		for _, cond := range p.Status.Conditions {
-			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
-				return true, "", nil
+		// A failed init container is restarted with a back-off and the pod
+		// never gets Ready: no point waiting out the stage.
+		for _, ic := range p.Status.InitContainerStatuses {
+			if t := lastTermination(ic); t != nil && t.ExitCode != 0 {
+				return false, "", fmt.Errorf("pod %s: init container %s exited %d (%s): %q", p.Name, ic.Name, t.ExitCode, t.Reason, t.Message)
 			}
+		}
+		if podReady(p) {
+			return true, "", nil
 		}
 		return false, "pod " + p.Name + " " + string(p.Status.Phase), nil
 	}}
 	return s.Wait(ctx)
+}
+
+// lastTermination is a container's current termination, or its previous
+// one while it waits to be restarted.
+func lastTermination(cs corev1.ContainerStatus) *corev1.ContainerStateTerminated {
+	if t := cs.State.Terminated; t != nil {
+		return t
+	}
+	return cs.LastTerminationState.Terminated
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// StagerRun reads the node's Multus pod, its stager init container's
+// status and its log from the API server, as the guide's reader would with
+// `kubectl logs <multus-pod> --container install-cni-plugins`.
+func (m *Multus) StagerRun(ctx context.Context, pn platform.Node) (platform.StagerRun, error) {
+	if m.objs == nil || m.stager == nil {
+		return platform.StagerRun{}, fmt.Errorf("the stager's run on %s: %w (the suite did not install Multus with the stager)", pn.Name(), evidence.ErrNotObservable)
+	}
+	p, err := m.pod(ctx, pn.Name())
+	if err != nil {
+		return platform.StagerRun{}, err
+	}
+	r := platform.StagerRun{Pod: p.Namespace + "/" + p.Name, Ready: podReady(p)}
+	found := false
+	for _, ic := range p.Status.InitContainerStatuses {
+		if ic.Name != m.stager.Name {
+			continue
+		}
+		found = true
+		if t := ic.State.Terminated; t != nil {
+			r.Terminated, r.ExitCode, r.Message = true, t.ExitCode, t.Message
+		}
+	}
+	if !found {
+		return r, fmt.Errorf("pod %s reports no init container %s", r.Pod, m.stager.Name)
+	}
+	raw, err := m.kube.Kube.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: m.stager.Name}).Do(ctx).Raw()
+	if err != nil {
+		return r, fmt.Errorf("the log of %s in %s: %w", m.stager.Name, r.Pod, err)
+	}
+	if s := strings.TrimRight(string(raw), "\n"); s != "" {
+		r.Log = strings.Split(s, "\n")
+	}
+	return r, nil
 }

@@ -110,3 +110,53 @@ func noTemporaries(t *testing.T, dir string) {
 		}
 	}
 }
+
+// STG-11's fault: a directory where a plugin was. The plugin goes aside by
+// rename (its inode kept) and comes back the same way; where there was no
+// plugin, restore leaves nothing.
+func TestPlaceDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "bin")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "vlan")
+	if err := os.WriteFile(path, []byte("the image's vlan"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	inode := func(p string) uint64 {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Sys().(*syscall.Stat_t).Ino
+	}
+	was := inode(path)
+
+	restore, err := PlaceDir(dir, "vlan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(path); err != nil || !fi.IsDir() {
+		t.Fatalf("after PlaceDir, %s: %v %v, want a directory", path, fi, err)
+	}
+	if err := restore(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "the image's vlan" || inode(path) != was {
+		t.Fatalf("restored %s: %q %v, inode %d want %d", path, b, err, inode(path), was)
+	}
+	if es, _ := os.ReadDir(filepath.Dir(dir)); len(es) != 1 {
+		t.Errorf("restore left %v beside %s", es, dir)
+	}
+
+	restore, err = PlaceDir(dir, "ipvlan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := restore(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "ipvlan")); !os.IsNotExist(err) {
+		t.Errorf("restore where there was nothing left %v", err)
+	}
+}
