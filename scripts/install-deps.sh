@@ -5,7 +5,7 @@
 # util-linux (setpriv, unshare) and e2fsprogs (chattr) for the stager suite,
 # and the shellcheck package for `make lint`.
 set -eu
-pkgs="iproute2 qemu-system-x86 busybox-static xz-utils cpio util-linux e2fsprogs dash shellcheck"
+pkgs="iproute2 qemu-system-x86 busybox-static xz-utils cpio util-linux e2fsprogs dash shellcheck nftables"
 missing=""
 for p in $pkgs; do
 	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)

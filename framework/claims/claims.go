@@ -68,6 +68,7 @@ var All = []Claim{
 	{ID: "VLAN-09", Sentence: `A node lacking the bridge plugin fails the NAD with failed to find plugin "bridge" in path [/opt/cni/bin].`},
 	{ID: "VLAN-10", Sentence: "The attachment's MTU must match the physical VLAN: full-size DF passes when they match, is dropped when the path is smaller (seed 003)."},
 	{ID: "VLAN-11", Sentence: "The NAD is resolved in the VM's own namespace: without a copy there the VLAN NIC does not start.", Tier: "cluster"},
+	{ID: "VLAN-12", Sentence: "With macspoofchk: true on the bridge NAD the guest's own traffic passes under bridge binding; a frame from another source MAC is dropped at the node (seed 003)."},
 	{ID: "VLAN-13", Sentence: "The uplink's VLAN sub-interface cannot be enslaved to br100 while a macvlan consumer holds it (EBUSY); once the consumer is gone it can, and a workload on the resulting br100 reaches the gateway."},
 	{ID: "VLAN-14", Sentence: "A NAD naming a bridge step 1 did not make gets a new, isolated bridge of its own: the attachment succeeds, nothing reports an error, and the guest reaches nothing."},
 	{ID: "VLAN-15", Sentence: `On a Talos node before staging a macvlan NAD fails with failed to find plugin "macvlan" in path [...]; after staging the same NAD attaches, on the same directory.`},

@@ -19,6 +19,7 @@ const (
 	CtlProbeCannotLeave   = "VLAN-08/probe-cannot-leave"
 	CtlNodeHasBridge      = "VLAN-09/node-has-bridge"
 	CtlJumboPath          = "VLAN-10/jumbo-physical-path"
+	CtlSpoofchkDropped    = "VLAN-12/macspoofchk-dropped"
 )
 
 func init() {
@@ -38,6 +39,7 @@ func init() {
 		Control{ID: CtlBothVLANsOneBridge, Claim: "VLAN-08", Description: "br100 enslaves both uplink.100 and uplink.200", Expect: "must go unanswered"},
 		Control{ID: CtlProbeCannotLeave, Claim: "VLAN-08", Description: "the guest's ARP probe never leaves it (its VLAN NIC is down while it runs): silence proves nothing", Expect: "must be seen leaving"},
 		Control{ID: CtlNodeHasBridge, Claim: "VLAN-09", Description: "the node lacking bridge has it after all", Expect: "must fail naming the missing plugin"},
+		Control{ID: CtlSpoofchkDropped, Claim: "VLAN-12", Description: "the NAD reaches the bridge plugin without macspoofchk (a renderer that drops the key): a frame from another MAC crosses the node", Expect: "macspoofchk must drop every frame"},
 		Control{ID: CtlJumboPath, Claim: "VLAN-10", Description: "the physical VLAN carries 9000-byte frames, so the path is not smaller", Expect: "must be dropped on a path smaller"},
 	)
 }

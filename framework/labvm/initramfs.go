@@ -51,6 +51,9 @@ mount -t proc proc $r/proc
 mount -t sysfs sysfs $r/sys
 mount -t devtmpfs devtmpfs $r/dev
 mkdir -p $r/dev/pts $r/dev/shm
+# What udev links on a real system: nft reads its rules from /dev/stdin.
+ln -sf /proc/self/fd $r/dev/fd
+for f in stdin:0 stdout:1 stderr:2; do ln -sf /proc/self/fd/${f#*:} $r/dev/${f%:*}; done
 mount -t devpts -o newinstance,ptmxmode=0666 devpts $r/dev/pts
 mount -t tmpfs tmpfs $r/dev/shm
 # WorkDir may lie under a tmpfs just mounted (e.g. /tmp): create the mount point.

@@ -28,6 +28,13 @@ var guestModules = []struct {
 	{"virtio_pci", true}, {"9pnet_virtio", true}, {"9p", true}, {"overlay", false},
 	{"8021q", true}, {"bridge", true}, {"macvlan", true}, {"veth", true},
 	{"dummy", true}, {"tun", false},
+	// The bridge plugin's macspoofchk (VLAN-12): nft in the node's netns.
+	// libcrc32c, which nf_tables depends on, names crc32c as a softdep
+	// (not followed here): its init fails without the algorithm loaded.
+	{"crc32c_generic", false}, {"nf_tables", false},
+	// "meta iifname" in the bridge family is nft_meta_bridge's, loaded on
+	// demand by modprobe elsewhere (there is none in the lab VM).
+	{"nft_meta_bridge", false},
 }
 
 // state is CacheDir/kernel.json: what the cache holds, so that later calls

@@ -124,6 +124,9 @@ type Guest interface {
 	ARPProbe(ctx context.Context, ip netip.Addr, timeout time.Duration) (net.HardwareAddr, error)
 	// AnnounceGARP sends a gratuitous ARP for the guest's VLAN address.
 	AnnounceGARP(ctx context.Context) error
+	// SpoofARP sends one ARP request for target from the VLAN NIC with src
+	// as the frame's source MAC (and the ARP sender's), not the NIC's own.
+	SpoofARP(ctx context.Context, src net.HardwareAddr, target netip.Addr) error
 	Neighbor(ctx context.Context, ip netip.Addr) (Neighbor, error)
 	// Dial opens a TCP connection to dst within timeout and closes it; a
 	// connection that fails is the result's Err, err a dial never tried.

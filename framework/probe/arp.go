@@ -69,6 +69,19 @@ func GratuitousARP(nsPath, iface string, ip netip.Addr) error {
 	})
 }
 
+// SpoofedARP asks who has target on iface with src as the frame's source
+// MAC and the ARP sender's, not the interface's own: what a guest that
+// sends from another MAC puts on the wire.
+func SpoofedARP(nsPath, iface string, src net.HardwareAddr, sender, target netip.Addr) error {
+	return withARPSocket(nsPath, iface, func(fd int, ifi *net.Interface) error {
+		frame, err := arpFrame(layers.ARPRequest, src, sender, layers.EthernetBroadcast, net.HardwareAddr{0, 0, 0, 0, 0, 0}, target)
+		if err != nil {
+			return err
+		}
+		return sendFrame(fd, ifi, frame)
+	})
+}
+
 func withARPSocket(nsPath, iface string, fn func(fd int, ifi *net.Interface) error) error {
 	var fd int
 	var ifi *net.Interface

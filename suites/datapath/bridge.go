@@ -29,6 +29,7 @@ func Specs(r *run.Run) {
 	pluginSpecs(r)
 	bridgeNameSpecs(r)
 	consumerSpecs(r)
+	spoofCheckSpecs(r)
 }
 
 func bridgeSpecs(r *run.Run) {

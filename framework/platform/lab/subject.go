@@ -78,6 +78,8 @@ func subjectFor(cfg *config.Config) subject {
 		s.nadConfig = setKey("macvlan", "mode", "passthru")
 	case config.CtlConsumerOnTrunk:
 		s.nadConfig = setKey("macvlan", "master", fabric.UplinkName)
+	case config.CtlSpoofchkDropped:
+		s.nadConfig = dropKey("bridge", "macspoofchk")
 	case config.CtlNADBridgeCorrected:
 		s.nadConfig = setKey("bridge", "bridge", fabric.BridgeName)
 	case config.CtlHostLocalIPAM:
@@ -138,12 +140,22 @@ func nameMAC(name string) string {
 
 // setKey sets a top-level key of NAD configs of one plugin type.
 func setKey(pluginType, key string, value any) func(string) string {
+	return editNAD(pluginType, func(m map[string]any) { m[key] = value })
+}
+
+// dropKey removes a top-level key of NAD configs of one plugin type.
+func dropKey(pluginType, key string) func(string) string {
+	return editNAD(pluginType, func(m map[string]any) { delete(m, key) })
+}
+
+// editNAD applies edit to NAD configs of one plugin type, leaving others.
+func editNAD(pluginType string, edit func(map[string]any)) func(string) string {
 	return func(conf string) string {
 		m := map[string]any{}
 		if json.Unmarshal([]byte(conf), &m) != nil || m["type"] != pluginType {
 			return conf
 		}
-		m[key] = value
+		edit(m)
 		b, _ := json.Marshal(m)
 		return string(b)
 	}

@@ -111,6 +111,14 @@ func (g *Inside) ARPProbe(_ context.Context, ip netip.Addr, timeout time.Duratio
 	return probe.ARPProbe(g.Netns, g.NIC, src, ip, timeout)
 }
 
+func (g *Inside) SpoofARP(_ context.Context, src net.HardwareAddr, target netip.Addr) error {
+	sender, err := g.VLANAddr()
+	if err != nil {
+		return err
+	}
+	return probe.SpoofedARP(g.Netns, g.NIC, src, sender, target)
+}
+
 // Announce sends a gratuitous ARP for the VLAN address.
 func (g *Inside) Announce() error {
 	src, err := g.VLANAddr()

@@ -260,13 +260,16 @@ func parseNeigh(ip netip.Addr, out string) platform.Neighbor {
 
 // arpTool is a small ARP prober and announcer for the guest (its image has
 // python3, not necessarily arping): `probe IFACE SRC TARGET TIMEOUT` prints
-// the MAC that answered (exit 3: no reply), `garp IFACE IP` sends a gratuitous ARP.
+// the MAC that answered (exit 3: no reply), `garp IFACE IP` sends a
+// gratuitous ARP, `spoof IFACE MAC SRC TARGET` a request from another MAC.
 const arpTool = `import socket,struct,sys,time
 m,i=sys.argv[1],sys.argv[2]
 s=socket.socket(socket.AF_PACKET,socket.SOCK_RAW,socket.htons(0x0806));s.bind((i,0))
 me=s.getsockname()[4];a=lambda x:socket.inet_aton(x)
+if m=='spoof':me=bytes.fromhex(sys.argv.pop(3).replace(':',''))
 def f(op,sip,tip,dst):return dst+me+b'\x08\x06'+struct.pack('!HHBBH',1,0x800,6,4,op)+me+a(sip)+b'\0'*6+a(tip)
 if m=='garp':s.send(f(1,sys.argv[3],sys.argv[3],b'\xff'*6));sys.exit(0)
+if m=='spoof':s.send(f(1,sys.argv[3],sys.argv[4],b'\xff'*6));sys.exit(0)
 s.send(f(1,sys.argv[3],sys.argv[4],b'\xff'*6));end=time.time()+float(sys.argv[5]);s.settimeout(0.2)
 while time.time()<end:
  try:p=s.recv(128)
@@ -313,5 +316,14 @@ func (g *vmGuest) AnnounceGARP(ctx context.Context) error {
 		return err
 	}
 	_, err = g.must(ctx, fmt.Sprintf("python3 /run/vcf-arp.py garp %s %s", g.vlanIface, src))
+	return err
+}
+
+func (g *vmGuest) SpoofARP(ctx context.Context, src net.HardwareAddr, target netip.Addr) error {
+	sender, err := g.vlanAddr(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = g.must(ctx, fmt.Sprintf("python3 /run/vcf-arp.py spoof %s %s %s %s", g.vlanIface, src, sender, target))
 	return err
 }
