@@ -207,7 +207,7 @@ e2e-kind: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
 bench-cluster: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
 	$(DRIVER) bench --tier=cluster $(KIND_ARGS) $(RELEASE_ARGS) $(ARGS); rc=$$?; $(ENGINE_STOP); exit $$rc
 
-# The negative controls of the cluster-only claims (VLAN-11, STG-09): each
+# The negative controls of the cluster-only claims (VLAN-11, STG-09, STG-11): each
 # a cluster run of its own, on a fresh cluster, whose claim's spec must FAIL
 # with the declared message: `make selftest-cluster OFFLINE=1` (pod
 # workloads by default). reports/cluster-selftest/selftest.md.

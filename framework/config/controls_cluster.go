@@ -1,6 +1,6 @@
 package config
 
-// Controls of the cluster-only claims (VLAN-11, STG-09). Each breaks a
+// Controls of the cluster-only claims (VLAN-11, STG-09, STG-11). Each breaks a
 // subject only a kind cluster the suite makes has, so each is a cluster run
 // of its own: `make selftest-cluster OFFLINE=1`.
 const (
