@@ -236,7 +236,7 @@ func upWithAddr(h *netlink.Handle, name string, p netip.Prefix) error {
 	if err != nil {
 		return err
 	}
-	if err := h.AddrAdd(l, &netlink.Addr{IPNet: ipnet(p)}); err != nil {
+	if err := h.AddrAdd(l, &netlink.Addr{IPNet: cloudinit.IPNet(p)}); err != nil {
 		return err
 	}
 	return h.LinkSetUp(l)
@@ -305,8 +305,4 @@ func (g *guest) ARPProbe(ctx context.Context, ip netip.Addr, timeout time.Durati
 		defer g.Handle.LinkSetUp(l)
 	}
 	return g.Inside.ARPProbe(ctx, ip, timeout)
-}
-
-func ipnet(p netip.Prefix) *net.IPNet {
-	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
 }
