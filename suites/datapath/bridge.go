@@ -130,7 +130,9 @@ func bridgeSpecs(r *run.Run) {
 			f.Note("guest %s -> TCP service %s on %s: connected %v, error %v, after %s; accepted by the service: %v",
 				guestA.Addr.Addr(), svc.Addr(), node.Name(), d.Connected, d.Err, d.Took.Round(time.Millisecond), svc.Accepted())
 			Expect(d.Connected).To(BeTrue(), "the guest must connect to the service on %s's bridge address %s: %v", node.Name(), svc.Addr(), d.Err)
-			Expect(svc.Accepted()).To(ContainElement(HaveField("Addr()", guestA.Addr.Addr())), "the service must have accepted the guest's own address %s", guestA.Addr.Addr())
+			// The kernel completes the handshake before the service's accept
+			// returns: the connection is recorded a moment after the dial.
+			Eventually(svc.Accepted).WithTimeout(2*time.Second).WithPolling(50*time.Millisecond).Should(ContainElement(HaveField("Addr()", guestA.Addr.Addr())), "the service must have accepted the guest's own address %s", guestA.Addr.Addr())
 		})
 
 		// "ipam: {} — no cluster-side address assignment; the guest configures its address itself."
