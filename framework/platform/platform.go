@@ -317,6 +317,15 @@ func RecreateVM(ctx context.Context, p Platform, g Guest) (Guest, error) {
 	return p.StartVM(ctx, spec)
 }
 
+// SideBySide is a platform whose guests are slow to start (KubeVirt VMs
+// under TCG: a boot takes minutes, most of it waits on the API server, the
+// launcher and the guest's own boot) and whose StartVM may be called from
+// several goroutines at once: a spec container then starts the guests it
+// needs together and waits for the slowest, not for their sum.
+type SideBySide interface {
+	StartsSideBySide() bool
+}
+
 // Workloads is a platform whose workloads may be pods rather than VMs (the
 // cluster tier without KubeVirt). A platform that is not one runs VMs, or
 // the lab's replicas of them.

@@ -58,8 +58,9 @@ func Specs(r *run.Run) {
 	Describe("Re-creating a VM on VLAN 100", labels.ARP, Ordered, ContinueOnFailure, func() {
 		f := framework.New(r, "arp")
 		var (
-			p  platform.Platform
-			gw platform.Gateway
+			p      platform.Platform
+			gw     platform.Gateway
+			booted *fleet
 		)
 
 		BeforeAll(func(ctx SpecContext) {
@@ -69,12 +70,24 @@ func Specs(r *run.Run) {
 			skip.IfPods(p, "ARP-01..06 (re-created VMs)")
 			gw = p.Gateway()
 			Expect(f.ApplyNAD(ctx, nad, "vlan100-bridge")).To(Succeed())
+			// Each spec's first boot happens here, all together: the specs
+			// time re-creations, never a first boot.
+			booted = startFleet(ctx, f, p.BridgeNodes())
 		})
 
 		// "KubeVirt generates a fresh guest MAC each time the VM object is re-created ... so re-creating a VM changes its MAC."
-		It("[ARP-01] gives the re-created VM's VLAN NIC a fresh MAC", labels.Claim("ARP-01"), func(ctx SpecContext) {
-			v, err := startVM(ctx, f, "vm-arp01", p.BridgeNodes()[0], "")
+		// Observations that do not derive from one another: what the platform
+		// reports (a cluster: the VMI status), the guest's own `ip link`, and
+		// the gateway's neighbour entry once the guest has spoken.
+		It("[ARP-01] gives the re-created VM's VLAN NIC a fresh MAC: platform, guest and gateway agree", labels.Claim("ARP-01"), func(ctx SpecContext) {
+			v, err := booted.take("vm-arp01")
 			Expect(err).NotTo(HaveOccurred())
+			k, kube := platform.As[platform.KubeVMs](p)
+			var before platform.VMStatus
+			if kube {
+				before, err = k.VMStatus(ctx, v)
+				Expect(err).NotTo(HaveOccurred())
+			}
 			rc, err := v.recreate(ctx)
 			Expect(err).NotTo(HaveOccurred())
 
@@ -85,12 +98,37 @@ func Specs(r *run.Run) {
 
 			Expect(rc.newMAC.String()).NotTo(Equal(rc.oldMAC.String()), "re-creating %s must give its VLAN NIC a fresh MAC", v.Name())
 			Expect(isLocalUnicast(rc.newMAC)).To(BeTrue(), "the fresh MAC %s must be a locally administered unicast address, as generated ones are", rc.newMAC)
+
+			if kube {
+				after, err := k.VMStatus(ctx, v)
+				Expect(err).NotTo(HaveOccurred())
+				f.Note("VM UID %s -> %s; VMI status MAC of %s %s -> %s", before.VMUID, after.VMUID, nad, before.VLANMAC, after.VLANMAC)
+				Expect(after.VMUID).NotTo(Equal(before.VMUID), "the VirtualMachine object must really be re-created")
+				Expect(after.VLANMAC.String()).To(Equal(rc.newMAC.String()), "the VMI status must report the fresh MAC")
+			}
+			nic := f.Config().Subject().VLANNIC()
+			inGuest, err := v.LinkMAC(ctx, nic)
+			Expect(err).NotTo(HaveOccurred(), "reading %s's MAC inside the guest", nic)
+			f.Note("inside the guest %s has %s", nic, inGuest)
+			Expect(inGuest.String()).To(Equal(rc.newMAC.String()), "the guest's own %s must carry the fresh MAC", nic)
+			// The gateway learns the MAC from the wire once the guest speaks.
+			res, err := v.Ping(ctx, gw.Address())
+			Expect(err).NotTo(HaveOccurred())
+			Expect(res.Received).To(BeNumerically(">", 0), "the re-created guest must reach the gateway %s", gw.Address())
+			neigh, err := gw.Neighbor(ctx, v.addr)
+			if errors.Is(err, evidence.ErrNotObservable) {
+				f.Note("the gateway's entry: %v", err)
+				return // a user's gateway: two observations are all there is
+			}
+			Expect(err).NotTo(HaveOccurred())
+			f.Note("the gateway's entry for %s: %s %s", v.addr, neigh.MAC, neigh.State)
+			Expect(neigh.MAC.String()).To(Equal(rc.newMAC.String()), "the gateway must have learnt the fresh MAC from the wire")
 		})
 
 		// "The upstream gateway then holds a stale ARP entry for the old MAC ... so "gateway unreachable"
 		// immediately after re-creating a VM is expected ... rather than treating it as a fault."
 		It("[ARP-02] leaves the gateway holding the old MAC right after re-creation, so gateway-to-guest fails as expected", labels.Claim("ARP-02"), func(ctx SpecContext) {
-			v, err := startWarmed(ctx, f, gw, "vm-arp02", p.BridgeNodes()[0], "")
+			v, err := booted.warmed(ctx, gw, "vm-arp02")
 			skip.IfNotObservable(err)
 			Expect(err).NotTo(HaveOccurred())
 
@@ -102,7 +140,7 @@ func Specs(r *run.Run) {
 			var res platform.PingResult
 			// The gateway's requests are watched where they leave it (the trunk):
 			// "no reply" proves the outage only if the requests went out.
-			onTrunk := wire.While(ctx, p.Trunk(p.BridgeNodes()[0]), f.Artifact("trunk.pcap"), func() {
+			onTrunk := wire.While(ctx, p.Trunk(v.Node()), f.Artifact("trunk.pcap"), func() {
 				res, err = gw.Ping(ctx, v.addr, platform.WithCount(3), platform.WithInterval(100*time.Millisecond), platform.WithTimeout(300*time.Millisecond))
 			})
 			Expect(err).NotTo(HaveOccurred())
@@ -135,7 +173,7 @@ func Specs(r *run.Run) {
 		// CLAIMS.md: "It recovers by itself once the gateway's entry ages out; the suite measures the time
 		// and holds it against the bound that the gateway's neighbour timers imply."
 		It("[ARP-03] recovers by itself within the bound the gateway's declared timers imply, ending with the new MAC", labels.Claim("ARP-03"), SpecTimeout(vendorLimit+2*time.Minute), func(ctx SpecContext) {
-			v, err := startVM(ctx, f, "vm-arp03", p.BridgeNodes()[0], "")
+			v, err := booted.take("vm-arp03")
 			Expect(err).NotTo(HaveOccurred())
 
 			tl := newTimeline("ARP-03: recovery without help after re-creating " + v.Name())
@@ -218,7 +256,7 @@ func Specs(r *run.Run) {
 
 		// Environment (measured): "0.3 s after a gratuitous ARP from the new guest (accepted even with arp_accept=0)."
 		It("[ARP-04] ends the outage at once when the new guest sends a gratuitous ARP", labels.Claim("ARP-04"), func(ctx SpecContext) {
-			v, err := startWarmed(ctx, f, gw, "vm-arp04", p.BridgeNodes()[0], "")
+			v, err := booted.warmed(ctx, gw, "vm-arp04")
 			skip.IfNotObservable(err)
 			Expect(err).NotTo(HaveOccurred())
 			rc, err := v.recreate(ctx)
@@ -266,7 +304,7 @@ func Specs(r *run.Run) {
 		// Seed 003: KubeMacPool "injects a guaranteed-unique static MAC address into the manifest";
 		// "If a VM loses its MAC address after a live migration or restart, external DHCP reservations and ARP tables break."
 		It("[ARP-05] keeps a pinned MAC across re-creation, with no outage beyond the re-creation itself", labels.Claim("ARP-05"), func(ctx SpecContext) {
-			v, err := startWarmed(ctx, f, gw, "vm-arp05", p.BridgeNodes()[0], pinnedMAC)
+			v, err := booted.warmed(ctx, gw, "vm-arp05")
 			skip.IfNotObservable(err)
 			Expect(err).NotTo(HaveOccurred())
 			stream, err := gw.StartPing(ctx, v.addr, streamEvery)
@@ -317,13 +355,13 @@ func Specs(r *run.Run) {
 		// Seed 003: "If two VMs accidentally receive the same MAC address, an enterprise network
 		// collision occurs, dropping packets across the physical switch."
 		It("[ARP-06] reports two guests with one MAC on VLAN 100 as a collision: the MAC flaps between bridge ports", labels.Claim("ARP-06"), func(ctx SpecContext) {
-			nodes := p.BridgeNodes()
-			watched := nodes[0]
-			a, err := startVM(ctx, f, "vm-arp06a", nodes[0], sharedMAC)
+			// b on a second node when there is one (startFleet): the collision
+			// then spans the trunk, as in seed 003.
+			a, err := booted.take("vm-arp06a")
 			Expect(err).NotTo(HaveOccurred())
-			// On a second node when there is one: the collision then spans the trunk, as in seed 003.
-			b, err := startVM(ctx, f, "vm-arp06b", nodes[len(nodes)-1], sharedMAC)
+			b, err := booted.take("vm-arp06b")
 			Expect(err).NotTo(HaveOccurred())
+			watched := a.Node()
 			mac := a.MAC()
 
 			origin := time.Now()

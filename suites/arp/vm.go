@@ -9,8 +9,11 @@ import (
 	"net/netip"
 	"time"
 
+	. "github.com/onsi/ginkgo/v2"
+
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/suites/framework"
+	"github.com/cozystack/vlan-conformance/suites/labels"
 )
 
 // nad is the bridge-type NAD every ARP guest is attached to.
@@ -22,24 +25,71 @@ type vm struct {
 	addr netip.Addr
 }
 
-// startVM starts a VM on node as vm-instance renders it, with the guide's
-// cloud-init at the tenant's next address (and a pinned MAC if mac != "").
-func startVM(ctx context.Context, f *framework.Framework, name string, node platform.Node, mac string) (*vm, error) {
-	v, err := f.StartVM(ctx, platform.VMSpec{Name: name, Node: node, Networks: []string{nad}, MAC: mac})
-	if err != nil {
-		return nil, err
-	}
-	if s := f.Config().Subject(); s != nil && s.IaaS != nil && mac != "" {
-		f.Note("%s is the suite's own VirtualMachine, not the release's vm-instance render: that chart exposes no way to pin a MAC (%s pinned here)", v.Name(), mac)
-	}
-	return &vm{VM: v, addr: v.Addr.Addr()}, nil
+// guests are the container's VMs: one per spec, two for ARP-06, each at
+// the tenant's next address in this order. The spec's own node alternates
+// between the bridge nodes, so that the VMs started together fit: each
+// asks for the 4 GiB of vm-instance's default instancetype. ARP-06's two
+// stand on different nodes, so that their collision spans the trunk.
+var guests = []struct {
+	claim, name, mac string
+	node             int // index into the bridge nodes, modulo their count
+}{
+	{"ARP-01", "vm-arp01", "", 0},
+	{"ARP-02", "vm-arp02", "", 1},
+	{"ARP-03", "vm-arp03", "", 0},
+	{"ARP-04", "vm-arp04", "", 1},
+	{"ARP-05", "vm-arp05", pinnedMAC, 0},
+	{"ARP-06", "vm-arp06a", sharedMAC, 0},
+	{"ARP-06", "vm-arp06b", sharedMAC, 1},
 }
 
-// startWarmed starts a VM (startVM) and has the gateway resolve it
+// fleet is the container's VMs as started, by name, with why any did not.
+type fleet struct {
+	vms map[string]*vm
+	err error
+}
+
+// startFleet starts, side by side where the platform allows
+// (framework.StartVMs), the guests of the specs the run selects, as
+// vm-instance renders them with the guide's cloud-init (and a pinned MAC
+// where the spec pins one).
+func startFleet(ctx context.Context, f *framework.Framework, nodes []platform.Node) *fleet {
+	var specs []platform.VMSpec
+	for _, g := range guests {
+		if labels.Selected(labels.ARP, labels.Claim(g.claim)) {
+			specs = append(specs, platform.VMSpec{Name: g.name, Node: nodes[g.node%len(nodes)], Networks: []string{nad}, MAC: g.mac})
+		}
+	}
+	started, err := f.StartVMs(ctx, specs...)
+	fl := &fleet{vms: map[string]*vm{}, err: err}
+	for i, v := range started {
+		if v == nil {
+			continue
+		}
+		fl.vms[specs[i].Name] = &vm{VM: v, addr: v.Addr.Addr()}
+		if s := f.Config().Subject(); s != nil && s.IaaS != nil && specs[i].MAC != "" {
+			f.Note("%s is the suite's own VirtualMachine, not the release's vm-instance render: that chart exposes no way to pin a MAC (%s pinned here)", v.Name(), specs[i].MAC)
+		}
+	}
+	return fl
+}
+
+// take is the started VM of that name.
+func (fl *fleet) take(name string) (*vm, error) {
+	if v, ok := fl.vms[name]; ok {
+		return v, nil
+	}
+	if fl.err != nil {
+		return nil, fmt.Errorf("%s did not start: %w", name, fl.err)
+	}
+	return nil, fmt.Errorf("%s was not started: the run's label filter %q did not select its spec when the container began", name, GinkgoLabelFilter())
+}
+
+// warmed is the started VM of that name, the gateway made to resolve it
 // (warmGateway): the start of every spec that re-creates a VM the gateway
 // already knows. A gateway that cannot ping gives evidence.ErrNotObservable.
-func startWarmed(ctx context.Context, f *framework.Framework, gw platform.Gateway, name string, node platform.Node, mac string) (*vm, error) {
-	v, err := startVM(ctx, f, name, node, mac)
+func (fl *fleet) warmed(ctx context.Context, gw platform.Gateway, name string) (*vm, error) {
+	v, err := fl.take(name)
 	if err != nil {
 		return nil, err
 	}

@@ -1,5 +1,5 @@
 // Package cluster holds the claims only a real cluster can prove (CLAIMS.md
-// VLAN-11, STG-09, STG-11, and ARP-01 on real re-creation): how the API server
+// VLAN-11, STG-09, STG-11): how the API server
 // resolves a NAD, what the Multus DaemonSet renders, what KubeVirt puts in
 // a VMI's status. Each spec asks the platform for the capability it needs
 // and skips with the reason when the platform has none (the lab); none
@@ -37,7 +37,6 @@ func Specs(r *run.Run) {
 		Expect(r.Provision(ctx)).To(Succeed(), "building the cluster for the run")
 	}, func(SpecContext) {})
 	nadSpecs(r)
-	recreateSpecs(r)
 	stagingOffSpecs(r)
 	stagerSpecs(r)
 }
@@ -95,47 +94,6 @@ func nadSpecs(r *run.Run) {
 				"the VMI in %s must not report the interface vlan100", spec.Namespace)
 			ifaces, err := k.VMIInterfaces(ctx, spec.Namespace, spec.Name)
 			f.Note("VMI %s/%s status.interfaces: %v %v", spec.Namespace, spec.Name, ifaces, err)
-		})
-	})
-}
-
-func recreateSpecs(r *run.Run) {
-	Describe("Re-creating a VM on the cluster", labels.Cluster, labels.ARP, Ordered, func() {
-		f := framework.New(r, "recreate")
-		// "KubeVirt generates a fresh guest MAC each time the VM object is re-created."
-		// Three observations that do not derive from one another: the VMI status,
-		// the guest's own `ip link`, and the gateway's neighbour entry.
-		It("[ARP-01] gives its VLAN NIC a fresh MAC: VMI status, guest and gateway agree", labels.Claim("ARP-01"), func(ctx SpecContext) {
-			p, k := kubeVMs(ctx, f)
-			skip.IfPods(p, "ARP-01 (KubeVirt's MAC on re-creation)")
-			Expect(f.ApplyNAD(ctx, "vlan100", "vlan100-bridge")).To(Succeed())
-			g, err := f.StartVM(ctx, platform.VMSpec{Name: "vm-recreate", Node: p.BridgeNodes()[0], Networks: []string{"vlan100"}})
-			Expect(err).NotTo(HaveOccurred())
-			before, err := k.VMStatus(ctx, g)
-			Expect(err).NotTo(HaveOccurred())
-
-			Expect(g.Recreate(ctx)).To(Succeed())
-			after, err := k.VMStatus(ctx, g)
-			Expect(err).NotTo(HaveOccurred())
-			nic := f.Config().Subject().VLANNIC()
-			inGuest, err := g.LinkMAC(ctx, nic)
-			Expect(err).NotTo(HaveOccurred(), "reading %s's MAC inside the guest", nic)
-			// The gateway learns the MAC from the wire once the guest speaks.
-			gw, addr := p.Gateway(), g.Addr.Addr()
-			res, err := g.Ping(ctx, gw.Address())
-			Expect(err).NotTo(HaveOccurred())
-			Expect(res.Received).To(BeNumerically(">", 0), "the re-created guest must reach the gateway %s", gw.Address())
-			neigh, neighErr := gw.Neighbor(ctx, addr)
-			f.Note("VM UID %s -> %s; VMI status MAC of vlan100 %s -> %s; inside the guest %s has %s; the gateway's entry for %s: %s %v",
-				before.VMUID, after.VMUID, before.VLANMAC, after.VLANMAC, nic, inGuest, addr, neigh.MAC, neighErr)
-			Expect(after.VMUID).NotTo(Equal(before.VMUID), "the VirtualMachine object must really be re-created")
-			Expect(after.VLANMAC.String()).NotTo(Equal(before.VLANMAC.String()), "an unpinned VLAN NIC gets a fresh MAC on re-creation")
-			Expect(inGuest.String()).To(Equal(after.VLANMAC.String()), "the guest's own %s must carry the MAC of the VMI status", nic)
-			if errors.Is(neighErr, evidence.ErrNotObservable) {
-				return // a user's gateway: two observations are all there is
-			}
-			Expect(neighErr).NotTo(HaveOccurred())
-			Expect(neigh.MAC.String()).To(Equal(after.VLANMAC.String()), "the gateway must have learnt the fresh MAC from the wire")
 		})
 	})
 }

@@ -49,12 +49,18 @@ func bridgeSpecs(r *run.Run) {
 
 			// Step 2 of the guide: the bridge-type NAD in the tenant namespace.
 			Expect(f.ApplyNAD(ctx, "vlan100", "vlan100-bridge")).To(Succeed())
-			// Step 3: the VM, its static address from cloud-init userData.
-			guestA, err = f.StartVM(ctx, platform.VMSpec{Name: "vm-a", Node: p.BridgeNodes()[0], Networks: []string{"vlan100"}})
-			Expect(err).NotTo(HaveOccurred(), "starting vm-a")
-			if nodes := p.BridgeNodes(); len(nodes) > 1 {
-				guestB, err = f.StartVM(ctx, platform.VMSpec{Name: "vm-b", Node: nodes[1], Networks: []string{"vlan100"}})
-				Expect(err).NotTo(HaveOccurred(), "starting vm-b")
+			// Step 3: the VM, its static address from cloud-init userData; a
+			// second one on the other node, started together with it.
+			nodes := p.BridgeNodes()
+			specs := []platform.VMSpec{{Name: "vm-a", Node: nodes[0], Networks: []string{"vlan100"}}}
+			if len(nodes) > 1 {
+				specs = append(specs, platform.VMSpec{Name: "vm-b", Node: nodes[1], Networks: []string{"vlan100"}})
+			}
+			vms, err := f.StartVMs(ctx, specs...)
+			Expect(err).NotTo(HaveOccurred(), "starting the guests")
+			guestA = vms[0]
+			if len(vms) > 1 {
+				guestB = vms[1]
 			}
 		})
 

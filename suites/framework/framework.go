@@ -8,8 +8,10 @@ package framework
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
+	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -119,26 +121,68 @@ func (f *Framework) NextAddress() (netip.Prefix, error) {
 // cloud-init at the tenant's next address, and deletes whatever
 // incarnation is current when the spec (or container) ends.
 func (f *Framework) StartVM(ctx context.Context, spec platform.VMSpec) (*VM, error) {
+	vms, err := f.StartVMs(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	return vms[0], nil
+}
+
+// StartVMs starts the VMs of specs as StartVM does, their addresses the
+// tenant's next ones in the order given. On a platform whose guests are
+// slow to start (platform.SideBySide) they start together, so the caller
+// waits for the slowest boot, not for the sum of them. Every VM that
+// started is deleted when the spec (or container) ends, also when another
+// failed; the error names each that did not start, and its VM is nil.
+func (f *Framework) StartVMs(ctx context.Context, specs ...platform.VMSpec) ([]*VM, error) {
 	p, err := f.Platform(ctx)
 	if err != nil {
 		return nil, err
 	}
-	addr, err := f.NextAddress()
-	if err != nil {
-		return nil, err
-	}
-	spec.Namespace, spec.CloudInit = f.Namespace(), f.CloudInit(addr)
-	g, err := p.StartVM(ctx, spec)
-	if err != nil {
-		return nil, fmt.Errorf("starting %s: %w", spec.Name, err)
-	}
-	v := &VM{Guest: g, Addr: addr, p: p}
-	DeferCleanup(func(ctx SpecContext) {
-		if v.Guest != nil {
-			Expect(p.DeleteVM(ctx, v.Guest)).To(Succeed(), "deleting %s", spec.Name)
+	vms := make([]*VM, len(specs))
+	for i := range specs {
+		addr, err := f.NextAddress()
+		if err != nil {
+			return nil, err
 		}
-	})
-	return v, nil
+		specs[i].Namespace, specs[i].CloudInit = f.Namespace(), f.CloudInit(addr)
+		vms[i] = &VM{Addr: addr, p: p}
+	}
+	errs := make([]error, len(specs))
+	start := func(i int) {
+		g, err := p.StartVM(ctx, specs[i])
+		if err != nil {
+			errs[i] = fmt.Errorf("starting %s: %w", specs[i].Name, err)
+			return
+		}
+		vms[i].Guest = g
+	}
+	if s, ok := platform.As[platform.SideBySide](p); ok && s.StartsSideBySide() && len(specs) > 1 {
+		var wg sync.WaitGroup
+		for i := range specs {
+			wg.Add(1)
+			go func() { defer wg.Done(); start(i) }()
+		}
+		wg.Wait()
+	} else {
+		for i := range specs {
+			start(i)
+		}
+	}
+	// Cleanups are registered here, on the spec's goroutine, as Ginkgo needs;
+	// a VM re-created since is deleted as it is then.
+	for i, v := range vms {
+		if v.Guest == nil {
+			vms[i] = nil
+			continue
+		}
+		DeferCleanup(func(ctx SpecContext) {
+			if v.Guest != nil {
+				Expect(v.p.DeleteVM(ctx, v.Guest)).To(Succeed(), "deleting %s", v.Guest.Name())
+			}
+		})
+	}
+	return vms, errors.Join(errs...)
 }
 
 // Delete deletes the VM before the spec ends (VLAN-13's consumer): the

@@ -20,3 +20,14 @@ var (
 
 // Claim is the label of one claim, e.g. Claim("VLAN-03").
 func Claim(id string) Labels { return Label(id) }
+
+// Selected reports whether the run's label filter selects a spec that
+// carries these labels (its containers' and its own): a container that
+// prepares for its specs in BeforeAll prepares only for those that run.
+func Selected(ls ...Labels) bool {
+	var all Labels
+	for _, l := range ls {
+		all = append(all, l...)
+	}
+	return all.MatchesLabelFilter(GinkgoLabelFilter())
+}

@@ -29,6 +29,8 @@ import (
 // create applies a VM's objects: the release's chart rendered and patched
 // (release.go), or the suite's own rendering.
 func (w *Workloads) create(ctx context.Context, spec platform.VMSpec) error {
+	w.creating.Lock()
+	defer w.creating.Unlock()
 	if err := w.owner.EnsureNamespace(ctx, w.kube, spec.Namespace); err != nil {
 		return err
 	}

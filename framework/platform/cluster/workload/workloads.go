@@ -40,6 +40,10 @@ type Workloads struct {
 	owner    kube.Owner
 	timeline *timeline.Timeline // the first VMI Ready, the first login
 
+	// creating serializes the render and apply of VMs started side by side
+	// (the release's render records into one ledger); their waits overlap.
+	creating sync.Mutex
+
 	mu     sync.Mutex
 	guests map[string]*vmGuest
 	pods   map[string]*podGuest    // --workload=pod
@@ -63,6 +67,10 @@ func (w *Workloads) Image() GuestImage { return w.img }
 
 // Pods reports whether the run's workloads are pods (--workload=pod).
 func (w *Workloads) Pods() bool { return w.cfg.Cluster.Workload == "pod" }
+
+// StartsSideBySide: see platform.SideBySide. VMs boot for minutes; pods
+// start in seconds, one after another is fine.
+func (w *Workloads) StartsSideBySide() bool { return !w.Pods() }
 
 // ApplyNAD creates a NetworkAttachmentDefinition in a namespace.
 func (w *Workloads) ApplyNAD(ctx context.Context, namespace string, nad platform.NAD) error {
