@@ -201,8 +201,9 @@ e2e-kind: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
 
 # The same run as e2e-kind, then its milestones from the start of building
 # the platform (nodes Ready, Multus, KubeVirt Available, first VMI Ready,
-# first login, the whole run) against the goals, and the machine's peak
-# memory: `make bench-cluster OFFLINE=1 WORKLOAD=vm`. Writes bench-cluster.md
+# first login, VM re-creations, the whole run) against the goals, the
+# machine's peak memory, every spec's wall time and every VM boot:
+# `make bench-cluster OFFLINE=1 WORKLOAD=vm`. Writes bench-cluster.md
 # beside the report. Goals are printed, never asserted.
 bench-cluster: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
 	$(DRIVER) bench --tier=cluster $(KIND_ARGS) $(RELEASE_ARGS) $(ARGS); rc=$$?; $(ENGINE_STOP); exit $$rc

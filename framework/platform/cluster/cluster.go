@@ -89,8 +89,9 @@ func newCluster(cfg *config.Config) (*Cluster, error) {
 	return c, nil
 }
 
-// TimelineFile is where Close writes the run's milestones (timeline.Mark),
-// in the report directory; `conformance bench --tier=cluster` reads it.
+// TimelineFile is where Close writes the run's milestones (timeline.Mark)
+// and VM boots (timeline.Boot), in the report directory; `conformance
+// bench --tier=cluster` reads it.
 const TimelineFile = "timeline.json"
 
 // New builds the platform: the plan's steps in order. On error, whatever was

@@ -1,13 +1,15 @@
 // Package timeline records when a cluster run reached each milestone,
-// counted from the start of building the platform, for `make
-// bench-cluster`. People read the figures against the goals; no spec
-// asserts a time.
+// counted from the start of building the platform, and how long every VM
+// boot took, for `make bench-cluster`. People read the figures against the
+// goals; no spec asserts a time.
 //
 //	0 s -> cluster -> nodes -> multus -> kubevirt -> kubevirt-api -> vmi -> login ... lane
 package timeline
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"sync"
 	"time"
@@ -26,18 +28,45 @@ const (
 	Lane        = "lane"  // the specs are done; the platform is being removed
 )
 
+// The kinds of boot.
+const (
+	BootStart    = "start"     // a VM created
+	BootRecreate = "re-create" // a VM deleted and created again from its spec
+)
+
 // Mark is a milestone and when it was first reached.
 type Mark struct {
 	Name    string  `json:"name"`
 	Seconds float64 `json:"seconds"`
 }
 
-// Timeline is a run's milestones. A nil Timeline records nothing (dry runs,
-// unit tests).
+// Boot is one VM boot. At is when it began, from the start of building the
+// platform; the other figures are seconds from its create (a re-creation:
+// from its delete, since the guest is off the VLAN from then). 0 is a
+// stage not reached: the boot failed before it.
+type Boot struct {
+	VM        string  `json:"vm"`   // namespace/name
+	Kind      string  `json:"kind"` // BootStart or BootRecreate
+	At        float64 `json:"at"`
+	VMI       float64 `json:"vmi_ready,omitempty"`
+	Login     float64 `json:"login,omitempty"`
+	CloudInit float64 `json:"cloud_init_done,omitempty"`
+}
+
+// Took is the boot's time to the last stage it reached.
+func (b Boot) Took() float64 { return max(b.VMI, b.Login, b.CloudInit) }
+
+// Stages are when one boot began and reached each stage; a zero time is a
+// stage not reached.
+type Stages struct{ From, VMI, Login, CloudInit time.Time }
+
+// Timeline is a run's milestones and boots. A nil Timeline records nothing
+// (dry runs, unit tests).
 type Timeline struct {
 	mu    sync.Mutex
 	start time.Time
 	marks []Mark
+	boots []Boot
 }
 
 // New starts the clock.
@@ -59,7 +88,27 @@ func (t *Timeline) Mark(name string) {
 	t.marks = append(t.marks, Mark{Name: name, Seconds: time.Since(t.start).Seconds()})
 }
 
-// Marks returns what was recorded, in order.
+// Boot records one boot of the VM vm (namespace/name); kind is BootStart
+// or BootRecreate. Safe to call from several goroutines: VMs may boot side
+// by side.
+func (t *Timeline) Boot(vm, kind string, s Stages) {
+	if t == nil {
+		return
+	}
+	since := func(at time.Time) float64 {
+		if at.IsZero() {
+			return 0
+		}
+		return at.Sub(s.From).Seconds()
+	}
+	b := Boot{VM: vm, Kind: kind, VMI: since(s.VMI), Login: since(s.Login), CloudInit: since(s.CloudInit)}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b.At = s.From.Sub(t.start).Seconds()
+	t.boots = append(t.boots, b)
+}
+
+// Marks returns the milestones recorded, in order.
 func (t *Timeline) Marks() []Mark {
 	if t == nil {
 		return nil
@@ -69,28 +118,56 @@ func (t *Timeline) Marks() []Mark {
 	return append([]Mark(nil), t.marks...)
 }
 
-// WriteFile writes the marks as JSON.
+// Boots returns the boots recorded, in the order they ended.
+func (t *Timeline) Boots() []Boot {
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]Boot(nil), t.boots...)
+}
+
+// Run is what WriteFile writes and ReadFile reads.
+type Run struct {
+	Marks []Mark `json:"marks"`
+	Boots []Boot `json:"boots"`
+}
+
+// Milestones is the run's marks as milestone -> seconds.
+func (r Run) Milestones() map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range r.Marks {
+		out[m.Name] = m.Seconds
+	}
+	return out
+}
+
+// WriteFile writes the marks and boots as JSON.
 func (t *Timeline) WriteFile(path string) error {
-	b, err := json.MarshalIndent(t.Marks(), "", "  ")
+	b, err := json.MarshalIndent(Run{Marks: t.Marks(), Boots: t.Boots()}, "", "  ")
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
-// ReadFile reads what WriteFile wrote, as milestone -> seconds.
-func ReadFile(path string) (map[string]float64, error) {
+// ReadFile reads what WriteFile wrote, or a file from before boots were
+// recorded (a bare list of marks), so an earlier run's report stays
+// readable.
+func ReadFile(path string) (Run, error) {
+	var r Run
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return r, err
 	}
-	var marks []Mark
-	if err := json.Unmarshal(b, &marks); err != nil {
-		return nil, err
+	if bytes.HasPrefix(bytes.TrimSpace(b), []byte("[")) {
+		err = json.Unmarshal(b, &r.Marks)
+	} else {
+		err = json.Unmarshal(b, &r)
 	}
-	out := map[string]float64{}
-	for _, m := range marks {
-		out[m.Name] = m.Seconds
+	if err != nil {
+		return r, fmt.Errorf("%s: %w", path, err)
 	}
-	return out, nil
+	return r, nil
 }

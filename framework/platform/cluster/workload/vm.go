@@ -55,8 +55,12 @@ func (w *Workloads) create(ctx context.Context, spec platform.VMSpec) error {
 }
 
 // startVM creates the VM, waits through the stages nad and vmi, logs into
-// its console, waits for cloud-init, and finds its VLAN NIC by MAC.
-func (w *Workloads) startVM(ctx context.Context, spec platform.VMSpec) (platform.Guest, error) {
+// its console, waits for cloud-init, and finds its VLAN NIC by MAC. The
+// boot goes on the run's timeline as kind, counted from `from`, whether it
+// succeeded or not: a boot that failed half-way still took its time.
+func (w *Workloads) startVM(ctx context.Context, spec platform.VMSpec, kind string, from time.Time) (platform.Guest, error) {
+	boot := timeline.Stages{From: from}
+	defer func() { w.timeline.Boot(spec.Namespace+"/"+spec.Name, kind, boot) }()
 	if err := w.create(ctx, spec); err != nil {
 		return nil, err
 	}
@@ -64,6 +68,7 @@ func (w *Workloads) startVM(ctx context.Context, spec platform.VMSpec) (platform
 	if err := wait.All(ctx, VMStages(w.kube, w.timeouts, spec.Namespace, name, spec.Networks)); err != nil {
 		return nil, err
 	}
+	boot.VMI = time.Now()
 	w.timeline.Mark(timeline.VMI)
 	g := &vmGuest{spec: spec, vmName: name, ownCluster: !w.cfg.ExistingCluster()}
 	if err := w.readStatus(ctx, g); err != nil {
@@ -84,10 +89,12 @@ func (w *Workloads) startVM(ctx context.Context, spec platform.VMSpec) (platform
 	if err := g.con.Login(ctx, w.img.User, w.img.Password, w.timeouts["vmi"]); err != nil {
 		return nil, fmt.Errorf("guest %s: %w (serial log %s)", spec.Name, err, g.serialLog)
 	}
+	boot.Login = time.Now()
 	w.timeline.Mark(timeline.Login)
 	if _, code, err := g.con.Run(ctx, "cloud-init status --wait >/dev/null", w.timeouts["vmi"]); err != nil || code != 0 {
 		return nil, fmt.Errorf("guest %s: cloud-init did not finish cleanly (exit %d): %v", spec.Name, code, err)
 	}
+	boot.CloudInit = time.Now()
 	if len(spec.Networks) > 0 {
 		out, err := g.must(ctx, "ip -o link")
 		if err != nil {

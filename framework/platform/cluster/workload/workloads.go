@@ -38,7 +38,7 @@ type Workloads struct {
 	nodes    *node.Set
 	trunk    platform.AccessTrunk // an untagged trunk changes the NADs' master
 	owner    kube.Owner
-	timeline *timeline.Timeline // the first VMI Ready, the first login
+	timeline *timeline.Timeline // the first VMI Ready, the first login, every VM boot
 
 	// creating serializes the render and apply of VMs started side by side
 	// (the release's render records into one ledger); their waits overlap.
@@ -51,6 +51,7 @@ type Workloads struct {
 }
 
 var _ platform.KubeVMs = (*Workloads)(nil)
+var _ platform.Recreator = (*Workloads)(nil)
 
 // New makes the run's workloads; k, nodes and trunk are the parts they
 // share with the rest of the platform, filled in as the plan runs.
@@ -119,13 +120,29 @@ func (w *Workloads) copyNADs(ctx context.Context, spec platform.VMSpec) error {
 
 // StartVM starts the spec's workload: a VM, or a pod with --workload=pod.
 func (w *Workloads) StartVM(ctx context.Context, spec platform.VMSpec) (platform.Guest, error) {
+	return w.start(ctx, spec, timeline.BootStart, time.Now())
+}
+
+// RecreateVM deletes the workload and starts it again from its spec; a
+// VM's boot is timed from the delete, when its guest left the VLAN.
+func (w *Workloads) RecreateVM(ctx context.Context, pg platform.Guest) (platform.Guest, error) {
+	spec, deleted := pg.Spec(), time.Now()
+	if err := w.DeleteVM(ctx, pg); err != nil {
+		return nil, err
+	}
+	return w.start(ctx, spec, timeline.BootRecreate, deleted)
+}
+
+// start starts a VM or a pod; kind and from are the VM boot's for the
+// run's timeline.
+func (w *Workloads) start(ctx context.Context, spec platform.VMSpec, kind string, from time.Time) (platform.Guest, error) {
 	if err := w.copyNADs(ctx, spec); err != nil {
 		return nil, err
 	}
 	if w.Pods() || spec.Binding == platform.NoBinding {
 		return w.startPod(ctx, spec)
 	}
-	return w.startVM(ctx, spec)
+	return w.startVM(ctx, spec, kind, from)
 }
 
 func (w *Workloads) StartVMNoWait(ctx context.Context, spec platform.VMSpec) error {
