@@ -77,6 +77,7 @@ mkseed() { # NAME [EXTRA]
 }
 
 off=0 # console bytes already consumed by expect
+stamp='\[ *[0-9]+\.[0-9]+\]' # a console message's timestamp, as the kernel prints it
 expect() { # REGEX TIMEOUT: wait for REGEX in console output after $off
 	local re=$1 deadline=$(($(date +%s) + $2)) pos
 	while [ "$(date +%s)" -lt "$deadline" ]; do
@@ -150,14 +151,16 @@ login() {
 		send "$user"
 		expect '[Pp]assword: ' 30 || fail "no password prompt"
 		send "$password"
-		expect '(\$ $|Login incorrect)' 60 || fail "no shell after the password"
+		# A prompt may have a console message (systemd's, cloud-init's)
+		# printed right after it, on its line.
+		expect "(\\\$ (\$|$stamp)|Login incorrect)" 60 || fail "no shell after the password"
 		tail -c 200 "$dir/console.log" | grep -aq 'Login incorrect' || break
 		refused=$((refused + 1))
 		[ "$i" = 20 ] && fail "login refused 20 times"
 		expect 'login: ' 60 || fail "no login prompt after a refused login"
 	done
 	send "sudo -i"
-	expect '# $' 30 || fail "sudo -i gave no root prompt"
+	expect "# (\$|$stamp)" 30 || fail "sudo -i gave no root prompt"
 	# Kernel and cloud-init lines can land on the console after the prompt,
 	# so the shell's readiness is a marker it prints (the quotes keep the
 	# echoed command line from matching), not the prompt at the end.
