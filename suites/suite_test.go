@@ -27,6 +27,7 @@ import (
 	"github.com/cozystack/vlan-conformance/suites/arp"
 	"github.com/cozystack/vlan-conformance/suites/cluster"
 	"github.com/cozystack/vlan-conformance/suites/datapath"
+	"github.com/cozystack/vlan-conformance/suites/labels"
 	"github.com/cozystack/vlan-conformance/suites/release"
 	"github.com/cozystack/vlan-conformance/suites/stager"
 )
@@ -68,6 +69,10 @@ func TestConformance(t *testing.T) {
 	release.Specs(r)
 	hooks(r)
 	suiteConfig, reporterConfig := GinkgoConfiguration()
+	if !cfg.Subject().Stages() {
+		// The report says why these claims are not made (report.ForRelease).
+		suiteConfig.LabelFilter = labels.WithoutStaging(suiteConfig.LabelFilter)
+	}
 	if reporterConfig.JUnitReport == "" {
 		reporterConfig.JUnitReport = filepath.Join(cfg.ReportDir, "junit.xml")
 	}

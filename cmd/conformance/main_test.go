@@ -29,6 +29,9 @@ func TestBadInputExitsTwoAndCreatesNothing(t *testing.T) {
 		{"run", "--uplink=vcf-missing0"},
 		{"run", "--plugin-dir=/nonexistent"},
 		{"selftest", "--lab-vm=sometimes"},
+		// Not a Cozystack checkout (TestBadReleaseIsBadInput: the message).
+		{"run", "--cozystack=" + t.TempDir()},
+		{"run", "--tier=cluster", "--dry-run", "--cozystack=" + t.TempDir()},
 		// No control exists in the cluster lane: applying one there would
 		// change nothing and look uncaught.
 		{"run", "--tier=cluster", "--dry-run", "--control=VLAN-01/no-vlan-subinterface"},

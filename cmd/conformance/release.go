@@ -1,13 +1,9 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"os"
 	"strings"
 
-	"github.com/cozystack/vlan-conformance/framework/claims"
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
 	"github.com/cozystack/vlan-conformance/framework/report"
@@ -25,12 +21,12 @@ func describeRelease(cfg *config.Config, env *report.Environment) {
 	}
 	rel := s.Release
 	env.Release = fmt.Sprintf("%s (commit read from %s; checkout %s)", rel.Commit, rel.CommitFrom, rel.Dir)
-	if b, err := os.ReadFile(rel.Path(cozystack.GuidePath)); err == nil {
-		sum := sha256.Sum256(b)
-		env.Guide = fmt.Sprintf("%s as the release ships it, sha256 %s", cozystack.GuidePath, hex.EncodeToString(sum[:]))
-	}
+	env.Guide = fmt.Sprintf("%s as the release ships it, sha256 %s", cozystack.GuidePath, s.Guide.SHA256)
 	defer func() { env.Changes = s.Ledger.Markdown() }()
-	if cfg.Tier == "lab" && cfg.StagerImage == "" {
+	if !s.Stages() {
+		env.StagerSubject = fmt.Sprintf("none: this release does not stage the CNI plugins (%s), so it makes no STG claim and their specs were left out", strings.Join(s.NoStaging, "; "))
+	}
+	if cfg.Tier == "lab" && cfg.StagerImage == "" && s.Stages() {
 		s.Ledger.Add(cozystack.Change{
 			Kind:   "image",
 			Object: "init container " + stager.InitContainerName,
@@ -56,27 +52,12 @@ func imageRef(s *config.Subject) string {
 	return subj.Container.Image
 }
 
-// GuideSilent is the verdict of a claim whose words the release's guide no
-// longer carries: no verdict is made up for it.
-const GuideSilent = "the guide no longer says this"
-
-// guideVerdicts replaces the verdict of every claim whose quote the
-// release's guide lacks; the specs' own outcome stays in the reason.
-func guideVerdicts(cfg *config.Config, vs []report.Verdict) []report.Verdict {
+// releaseVerdicts is what the release under test makes of each claim
+// (report.ForRelease): its guide as it ships it, and whether it stages.
+func releaseVerdicts(cfg *config.Config, vs []report.Verdict) []report.Verdict {
 	s := cfg.Subject()
 	if s == nil {
 		return vs
 	}
-	b, err := os.ReadFile(s.Release.Path(cozystack.GuidePath))
-	if err != nil {
-		return vs
-	}
-	guide := claims.Normalize(string(b))
-	for i, v := range vs {
-		if q := v.Claim.Quote; q != "" && !strings.Contains(guide, claims.Normalize(q)) {
-			vs[i].Reason = fmt.Sprintf("%q is not in %s (its specs: %s)", q, cozystack.GuidePath, strings.TrimSpace(v.Verdict+" "+v.Reason))
-			vs[i].Verdict = GuideSilent
-		}
-	}
-	return vs
+	return report.ForRelease(vs, report.Guide{Path: cozystack.GuidePath, SHA256: s.Guide.SHA256, Text: s.Guide.Text}, s.NoStaging)
 }

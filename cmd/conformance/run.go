@@ -162,9 +162,16 @@ func (d *driver) run(ctx context.Context) int {
 	out := filepath.Join(d.cfg.ReportDir, "conformance.md")
 	fails := report.Failures(cases)
 	describeRelease(d.cfg, &env) // again: the children's changes are in now
-	if err := report.WriteConformance(out, env, guideVerdicts(d.cfg, report.Verdicts(cases, d.cfg.ReportDir)), fails); err != nil {
+	vs := releaseVerdicts(d.cfg, report.Verdicts(cases, d.cfg.ReportDir))
+	if err := report.WriteConformance(out, env, vs, fails); err != nil {
 		fmt.Fprintln(os.Stderr, "report:", err)
 		return max(code, 1)
+	}
+	for _, v := range vs {
+		if v.Verdict == "FAILED" {
+			// A release that fails its guide fails the run, spec or not.
+			code = max(code, 1)
+		}
 	}
 	// The failures once more, last: Ginkgo's log of a long run buries them.
 	for _, f := range fails {
@@ -258,7 +265,7 @@ func (d *driver) environment() report.Environment {
 	}
 	out, _ := exec.Command(filepath.Join(d.cfg.PluginDir, "bridge")).CombinedOutput()
 	env.Plugins = strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)[0] + " (" + d.cfg.PluginDir + ")"
-	if d.cfg.Tier == "lab" {
+	if d.cfg.Tier == "lab" && d.cfg.Subject().Stages() {
 		env.StagerDetails = stager.DescribeSubject(d.cfg.StagerManifest, d.cfg.StagerImage, d.cfg.PluginDir, d.cfg.StagerImagePlugins())
 	}
 	describeRelease(d.cfg, &env)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cozystack/vlan-conformance/framework/claims"
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/report"
 )
@@ -49,14 +50,14 @@ func (d *driver) selftest(ctx context.Context) int {
 			caught++
 		}
 	}
-	notRun := d.controlsWithoutRelease()
+	notRun := d.controlsNotRun()
 	if err := report.WriteSelftest(d.cfg.ReportDir, outcomes); err != nil {
 		fmt.Fprintln(os.Stderr, "selftest report:", err)
 		return 1
 	}
 	fmt.Printf("selftest: %d/%d controls caught (their claim's It failed with the declared message); %s\n", caught, len(outcomes), filepath.Join(d.cfg.ReportDir, "selftest.md"))
-	if len(notRun) > 0 {
-		fmt.Printf("selftest: NOT RUN, no release under test (pass --cozystack=DIR): %s\n", strings.Join(notRun, ", "))
+	for _, n := range notRun {
+		fmt.Printf("selftest: NOT RUN %s\n", n)
 	}
 	if caught != len(outcomes) || len(outcomes)+len(notRun) != len(config.ControlsOn(d.cfg.Tier)) {
 		return 1
@@ -70,7 +71,7 @@ func (d *driver) partOutcomes(part string) string {
 
 // inPart reports whether a control's claim runs in a part (see labelFilter).
 func inPart(c config.Control, part string) bool {
-	native := strings.HasPrefix(c.Claim, "STG-") || c.Native
+	native := claims.Staging(c.Claim) || c.Native
 	return part == "all" || (part == "native") == native
 }
 
@@ -80,7 +81,7 @@ func (d *driver) selftestPart(ctx context.Context, part string) int {
 	dir := filepath.Join(d.cfg.ReportDir, "selftest")
 	var outcomes []report.ControlOutcome
 	for _, c := range config.ControlsOn(d.cfg.Tier) {
-		if !inPart(c, part) || (c.NeedsRelease && d.cfg.Cozystack == "") {
+		if !inPart(c, part) || d.notRunReason(c) != "" {
 			continue
 		}
 		if ctx.Err() != nil {
@@ -125,13 +126,25 @@ func (d *driver) selftestPart(ctx context.Context, part string) int {
 	return 0
 }
 
-// controlsWithoutRelease are the tier's controls that need --cozystack
-// when none was given: their broken subject cannot be made.
-func (d *driver) controlsWithoutRelease() []string {
+// notRunReason is why a control cannot run against this run's subject,
+// "" when it can: its broken subject is made from a release, or its claim
+// is one the release does not make.
+func (d *driver) notRunReason(c config.Control) string {
+	switch {
+	case c.NeedsRelease && d.cfg.Cozystack == "":
+		return "no release under test (pass --cozystack=DIR)"
+	case claims.Staging(c.Claim) && !d.cfg.Subject().Stages():
+		return "the release does not stage the CNI plugins: it makes no STG claim"
+	}
+	return ""
+}
+
+// controlsNotRun are the tier's controls that cannot run, each with why.
+func (d *driver) controlsNotRun() []string {
 	var out []string
 	for _, c := range config.ControlsOn(d.cfg.Tier) {
-		if c.NeedsRelease && d.cfg.Cozystack == "" {
-			out = append(out, c.ID)
+		if why := d.notRunReason(c); why != "" {
+			out = append(out, c.ID+": "+why)
 		}
 	}
 	return out

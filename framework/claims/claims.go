@@ -15,10 +15,14 @@ type Claim struct {
 	Exemption string
 	// Quote is a verbatim fragment of the Cozystack guide the claim rests
 	// on ("" for claims from seed 003 or the suite's own catalogue). A
-	// release whose guide no longer contains it gets no verdict on the
-	// claim: "the guide no longer says this".
+	// release whose guide does not contain it gets no verdict on the
+	// claim: "not in this release's guide" (report.ForRelease).
 	Quote string
 }
+
+// Staging tells whether the claim of id is about plugin staging (STG-): a
+// release that cannot stage the plugins does not make it.
+func Staging(id string) bool { return strings.HasPrefix(id, "STG-") }
 
 // quotes are the guide's words behind each claim (docs/vm-external-vlan.md).
 var quotes = map[string]string{

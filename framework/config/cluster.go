@@ -219,10 +219,8 @@ func (c *Config) validateCluster() error {
 	if cl.CNIStaging == "stager" && cl.CNIPluginsImage == "" && !cl.DryRun {
 		add("--cni-staging=stager needs --cni-plugins-image (an image carrying the plugins at /cni-plugins)")
 	}
-	if cl.CNIStaging == "installer" && c.Kubeconfig == "" && !cl.DryRun {
-		if fi, err := os.Stat(filepath.Join(c.PluginDir, "bridge")); err != nil || fi.IsDir() {
-			add("--plugin-dir %q: no bridge plugin there to install into the kind nodes (build them with `make plugins`)", c.PluginDir)
-		}
+	if cl.CNIStaging == "installer" {
+		errs = append(errs, c.checkInstallerPlugins())
 	}
 	if c.Kubeconfig != "" && (cl.KeepCluster || cl.KindConfig != "" || cl.KindNodeImage != "" || len(cl.Archives()) > 0) {
 		add("--kubeconfig (an existing cluster) does not go with --keep-cluster, --kind-config, --kind-node-image or --images-archive: the suite makes no cluster there")
@@ -231,4 +229,17 @@ func (c *Config) validateCluster() error {
 		add("--uplink is the lab tier's vendor mode; an existing cluster is given with --kubeconfig")
 	}
 	return errors.Join(errs...)
+}
+
+// checkInstallerPlugins: the plugins the installer copies into the kind
+// nodes are there (an existing cluster's nodes are not written; a dry run
+// copies nothing).
+func (c *Config) checkInstallerPlugins() error {
+	if c.Kubeconfig != "" || c.Cluster.DryRun {
+		return nil
+	}
+	if fi, err := os.Stat(filepath.Join(c.PluginDir, "bridge")); err != nil || fi.IsDir() {
+		return fmt.Errorf("--plugin-dir %q: no bridge plugin there to install into the kind nodes (build them with `make plugins`)", c.PluginDir)
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/cozystack/vlan-conformance/fixtures"
@@ -27,6 +28,11 @@ type Subject struct {
 	// networking.stageCniPlugins unset, as a cluster that never set it has.
 	Platform *cozystack.Platform
 	Multus   *cozystack.Multus
+	// NoStaging lists the parts of plugin staging the release lacks, each
+	// naming where it was looked for; empty when it has all three. A
+	// release lacking any cannot stage the plugins and makes no STG claim
+	// (Stages).
+	NoStaging []string
 	// Ledger lists every change the suite makes to the release's output.
 	Ledger *cozystack.Ledger
 	// Manifest is where Prepare wrote the rendered multus chart.
@@ -106,11 +112,21 @@ func (c *Config) validateCozystack() error {
 	if s.Platform, s.Multus, err = rel.StagingOn(DefaultVariant, cozystack.Unset, s.Ledger); err != nil {
 		return fmt.Errorf("--cozystack: rendering multus as the platform does (variant %s, networking.stageCniPlugins unset): %w", DefaultVariant, err)
 	}
-	if _, err := stager.ParseSubject([]byte(s.Multus.Render.Manifest), rel.Path(cozystack.MultusChart)); err != nil {
-		return fmt.Errorf("--cozystack: the rendered multus chart has no stager subject: %w", err)
+	s.NoStaging = noStaging(img, s.Platform, s.Multus)
+	if s.Stages() {
+		if _, err := stager.ParseSubject([]byte(s.Multus.Render.Manifest), rel.Path(cozystack.MultusChart)); err != nil {
+			return fmt.Errorf("--cozystack: the rendered multus chart has no stager subject: %w", err)
+		}
 	}
 	if err := s.readGuide(); err != nil {
 		return fmt.Errorf("--cozystack: %w", err)
+	}
+	if c.Tier == "cluster" && !s.Stages() && c.Cluster.CNIStaging != "installer" {
+		// The installer stands for the nodes' provisioning whatever
+		// --cni-staging says (platform/cluster/multus).
+		if err := c.checkInstallerPlugins(); err != nil {
+			return fmt.Errorf("--cozystack: this release does not stage the CNI plugins: %w", err)
+		}
 	}
 	if c.Tier == "cluster" && c.Cluster.Workload == "vm" {
 		if err := s.renderVMLane(); err != nil {
@@ -128,7 +144,7 @@ func (c *Config) validateCozystack() error {
 			s.Ledger.Add(cozystack.Change{Kind: "image", Object: "the multus image " + c.Cluster.CNIPluginsImage, What: "built here by images/multus/build.sh from the release's Dockerfile (provenance " + p + " checked against it)", Why: "no image registry: the release's pins, patches and plugin names, built from the Go module proxy"})
 		}
 	}
-	if c.Tier == "lab" {
+	if c.Tier == "lab" && img.Stages() {
 		if v, err := stager.ReleaseVersion(c.PluginDir); err == nil && v != img.PluginsVersion {
 			return fmt.Errorf("--cozystack: its multus image carries CNI plugins %s (%s), --plugin-dir %s holds %s: build that release with `make plugins PLUGINS_VERSION=%s` and pass --plugin-dir=bin/cni/%s", img.PluginsVersion, img.Dockerfile, c.PluginDir, v, img.PluginsVersion, img.PluginsVersion)
 		}
@@ -136,6 +152,27 @@ func (c *Config) validateCozystack() error {
 	c.subject = s
 	return nil
 }
+
+// noStaging lists the parts of plugin staging the release lacks: the
+// init container in the DaemonSet the platform renders, the platform's
+// stageCniPlugins handed to multus, the Dockerfile's plugin stage.
+func noStaging(img *cozystack.MultusImage, p *cozystack.Platform, m *cozystack.Multus) []string {
+	var out []string
+	if !slices.Contains(m.InitContainers(), stager.InitContainerName) {
+		out = append(out, fmt.Sprintf("%s renders no init container %s", cozystack.MultusChart, stager.InitContainerName))
+	}
+	if _, ok := p.MultusValues["stageCniPlugins"]; !ok {
+		out = append(out, fmt.Sprintf("%s has no networking.stageCniPlugins", cozystack.PlatformChart))
+	}
+	if !img.Stages() {
+		out = append(out, fmt.Sprintf("%s/Dockerfile has no plugin stage", cozystack.MultusImageDir))
+	}
+	return out
+}
+
+// Stages tells whether the subject stages the CNI plugins: the suite's
+// reference does; a release does when it has every part of it.
+func (s *Subject) Stages() bool { return s == nil || len(s.NoStaging) == 0 }
 
 // readGuide reads the shipped guide's step 2 NAD and step 3 values, and
 // checks that its userData can be given each VM's address.
@@ -186,10 +223,10 @@ func (c *Config) Subject() *Subject { return c.subject }
 
 // Prepare makes the validated configuration ready to run: with
 // --cozystack it writes the rendered multus chart to
-// <report-dir>/cozystack/multus.yaml and makes it the stager's subject,
-// unless --stager-manifest was given (then that one is, and the ledger says
-// so), and the stager's reference image carries the plugins the release's
-// Dockerfile extracts.
+// <report-dir>/cozystack/multus.yaml and, where the release stages the
+// plugins, makes it the stager's subject, unless --stager-manifest was
+// given (then that one is, and the ledger says so), and the stager's
+// reference image carries the plugins the release's Dockerfile extracts.
 func (c *Config) Prepare() error {
 	s := c.subject
 	if s == nil {
@@ -208,9 +245,10 @@ func (c *Config) Prepare() error {
 	if err := atomicfile.Write(s.Manifest, strings.NewReader(s.Multus.Render.Manifest), 0o644); err != nil {
 		return err
 	}
-	if c.flagSet("stager-manifest") {
+	switch {
+	case c.flagSet("stager-manifest"):
 		s.Ledger.Add(cozystack.Change{Kind: "subject", Object: "init container " + stager.InitContainerName, What: "taken from --stager-manifest " + c.StagerManifest + " instead of the rendered DaemonSet", Why: "the user's (or a negative control's) subject"})
-	} else {
+	case s.Stages():
 		c.StagerManifest = s.Manifest
 	}
 	return nil

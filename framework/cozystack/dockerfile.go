@@ -12,14 +12,16 @@ import (
 )
 
 // MultusImage is what the release's images/multus-cni/Dockerfile builds:
-// Multus at a version with the checkout's patches applied, and the CNI
-// plugins release whose named binaries it extracts to /cni-plugins.
+// Multus at a version with the checkout's patches applied, and, where it
+// has a plugin stage, the CNI plugins release whose named binaries it
+// extracts to /cni-plugins.
 type MultusImage struct {
 	Dockerfile string // absolute path
-	// MultusVersion is ARG VERSION; PluginsVersion is ARG CNI_PLUGINS_VERSION.
+	// MultusVersion is ARG VERSION; PluginsVersion is ARG
+	// CNI_PLUGINS_VERSION ("" without a plugin stage).
 	MultusVersion, PluginsVersion string
 	// Plugins are the names its tar line extracts into /cni-plugins, in the
-	// Dockerfile's order.
+	// Dockerfile's order (none without a plugin stage).
 	Plugins []string
 	// Patches are the patches/*.diff it applies to Multus, absolute paths.
 	Patches []string
@@ -32,7 +34,8 @@ var (
 
 // MultusImage reads the multus image's Dockerfile: its ARG defaults, the
 // tar command that extracts into /cni-plugins and the patches it applies.
-// A Dockerfile the suite cannot read this way is an error, not a guess.
+// A Dockerfile the suite cannot read this way (no Multus version, half a
+// plugin stage) is an error, not a guess.
 func (r *Release) MultusImage() (*MultusImage, error) {
 	path := r.Path(MultusImageDir + "/Dockerfile")
 	b, err := os.ReadFile(path)
@@ -49,12 +52,18 @@ func (r *Release) MultusImage() (*MultusImage, error) {
 			img.PluginsVersion = m[2]
 		}
 	}
-	if img.MultusVersion == "" || img.PluginsVersion == "" {
-		return nil, fmt.Errorf("%s: no ARG VERSION=... and ARG CNI_PLUGINS_VERSION=... defaults", path)
+	if img.MultusVersion == "" {
+		return nil, fmt.Errorf("%s: no ARG VERSION=... default (the Multus version it builds)", path)
 	}
 	img.Plugins = pluginsExtracted(text)
-	if len(img.Plugins) == 0 {
-		return nil, fmt.Errorf("%s: no `tar ... -C /cni-plugins ... ./<name>...` line naming the plugins it extracts", path)
+	switch {
+	case img.PluginsVersion == "" && len(img.Plugins) == 0:
+		// No plugin stage at all, as in every release before staging
+		// (v1.6.x): a valid image that stages nothing (Stages).
+	case img.PluginsVersion == "":
+		return nil, fmt.Errorf("%s: extracts plugins into /cni-plugins but has no ARG CNI_PLUGINS_VERSION=... default", path)
+	case len(img.Plugins) == 0:
+		return nil, fmt.Errorf("%s: ARG CNI_PLUGINS_VERSION=%s but no `tar ... -C /cni-plugins ... ./<name>...` line naming the plugins it extracts", path, img.PluginsVersion)
 	}
 	if strings.Contains(text, "git apply /patches/") {
 		img.Patches, _ = filepath.Glob(r.Path(MultusImageDir + "/patches/*.diff"))
@@ -62,6 +71,10 @@ func (r *Release) MultusImage() (*MultusImage, error) {
 	}
 	return img, nil
 }
+
+// Stages tells whether the image carries plugins to stage: a Dockerfile
+// without a plugin stage builds Multus alone.
+func (img *MultusImage) Stages() bool { return len(img.Plugins) > 0 }
 
 // pluginsExtracted are the ./<name> operands of the tar command that
 // extracts into /cni-plugins, read across the RUN's line continuations.

@@ -78,3 +78,86 @@ func (r *Release) BreakTypoToFalse() error {
 	edited := failCall.ReplaceAllString(block, "false")
 	return os.WriteFile(path, []byte(strings.Replace(text, block, edited, 1)), 0o644)
 }
+
+var (
+	multusStaging   = regexp.MustCompile(`(?s)\{\{-?\s*\$stageCniPlugins\s*:=.*?\n\{\{-?\s*end\s*-?\}\}\n`)
+	platformStaging = regexp.MustCompile(`\{\{-?\s*\$multusComponents\s*:=[^\n]*stageCniPlugins[^\n]*\n\{\{\s*include\s+"cozystack\.platform\.package"\s+\(list\s+"cozystack\.multus"\s+"default"\s+\$\s+\$multusComponents\)\s*\}\}`)
+)
+
+// DropStaging edits the copy into a release as they were before plugin
+// staging (v1.6.x): the multus template without install-cni-plugins, the
+// platform handing multus no stageCniPlugins, the Dockerfile without its
+// plugin stage. The guide is left as it is (DropGuideSection). Tests that
+// cannot fetch such a release use it; an edit that finds nothing to drop
+// is an error, so a changed subject cannot pass for one without staging.
+func (r *Release) DropStaging() error {
+	if err := r.edit(MultusChart+"/templates/multus-daemonset-thick.yml", func(s string) string {
+		return multusStaging.ReplaceAllString(s, "")
+	}); err != nil {
+		return err
+	}
+	if err := r.edit(PlatformChart+"/templates/bundles/system.yaml", func(s string) string {
+		return platformStaging.ReplaceAllString(s, `{{include "cozystack.platform.package.default" (list "cozystack.multus" $) }}`)
+	}); err != nil {
+		return err
+	}
+	return r.edit(MultusImageDir+"/Dockerfile", dropPluginStage)
+}
+
+// dropPluginStage is a Dockerfile without the instructions (their
+// continuation lines joined) and comments that name the CNI plugins.
+func dropPluginStage(text string) string {
+	var out, inst strings.Builder
+	for _, line := range strings.SplitAfter(text, "\n") {
+		inst.WriteString(line)
+		if strings.HasSuffix(strings.TrimRight(line, "\n"), "\\") {
+			continue
+		}
+		if s := inst.String(); !strings.Contains(s, "cni-plugins") && !strings.Contains(s, "CNI_PLUGINS") {
+			out.WriteString(s)
+		}
+		inst.Reset()
+	}
+	return out.String() + inst.String()
+}
+
+// DropGuideSection removes the copy's guide section under heading, up to
+// the next heading of its level or above (headings in fenced blocks are
+// not headings).
+func (r *Release) DropGuideSection(title string) error {
+	return r.edit(GuidePath, func(s string) string {
+		var out strings.Builder
+		level, inFence := 0, false // level: of the section being dropped, 0 none
+		for _, l := range strings.SplitAfter(s, "\n") {
+			if fence.MatchString(l) {
+				inFence = !inFence
+			} else if m := heading.FindStringSubmatch(strings.TrimRight(l, "\n")); m != nil && !inFence {
+				switch {
+				case m[2] == title:
+					level = len(m[1])
+				case level > 0 && len(m[1]) <= level:
+					level = 0
+				}
+			}
+			if level == 0 {
+				out.WriteString(l)
+			}
+		}
+		return out.String()
+	})
+}
+
+// edit rewrites one file of the copy with f; an f that changes nothing is
+// an error naming the file.
+func (r *Release) edit(path string, f func(string) string) error {
+	p := r.Path(path)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return err
+	}
+	edited := f(string(b))
+	if edited == string(b) {
+		return fmt.Errorf("%s: nothing to edit", p)
+	}
+	return os.WriteFile(p, []byte(edited), 0o644)
+}

@@ -8,11 +8,14 @@
 //	DIR/
 //	├── docs/vm-external-vlan.md                 the guide as shipped
 //	└── packages/
-//	    ├── core/platform                         networking.stageCniPlugins → Package cozystack.multus
-//	    ├── system/multus                         the DaemonSet with install-cni-plugins
-//	    │   └── images/multus-cni/{Dockerfile,patches/}
+//	    ├── core/platform                         Package cozystack.multus [networking.stageCniPlugins]
+//	    ├── system/multus                         the DaemonSet [init container install-cni-plugins]
+//	    │   └── images/multus-cni/{Dockerfile,patches/}  [its plugin stage]
 //	    ├── system/kubevirt, kubevirt-instancetypes
 //	    └── apps/vm-instance (+ library/cozy-lib)
+//
+// The parts in brackets are plugin staging, which no release before it
+// has (v1.6.x): such a release is read and rendered all the same.
 package cozystack
 
 import (

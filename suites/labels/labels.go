@@ -21,6 +21,18 @@ var (
 // Claim is the label of one claim, e.g. Claim("VLAN-03").
 func Claim(id string) Labels { return Label(id) }
 
+// withoutStaging leaves out every spec labelled with an STG claim.
+const withoutStaging = "!/^STG-/"
+
+// WithoutStaging is filter with the STG claims' specs left out: a release
+// that cannot stage the CNI plugins makes none of those claims.
+func WithoutStaging(filter string) string {
+	if filter == "" {
+		return withoutStaging
+	}
+	return "(" + filter + ") && " + withoutStaging
+}
+
 // Selected reports whether the run's label filter selects a spec that
 // carries these labels (its containers' and its own): a container that
 // prepares for its specs in BeforeAll prepares only for those that run.

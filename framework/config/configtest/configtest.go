@@ -1,6 +1,7 @@
-// Package configtest builds, for the tests of the cluster tier's packages,
-// a validated and prepared configuration whose subject is the verbatim
-// Cozystack subset beside the checkout (../shared/subjects/cozystack).
+// Package configtest builds, for the tests of other packages, a validated
+// and prepared configuration whose subject is the verbatim Cozystack
+// subset beside the checkout (../shared/subjects/cozystack), or a copy of
+// it as a release before plugin staging ships it.
 package configtest
 
 import (
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/cozystack"
 )
 
 // LocalMultusImage is the --cni-plugins-image the release configs name.
@@ -21,10 +23,7 @@ const LocalMultusImage = "localhost/vcf/multus-cni:test"
 // test is skipped when the subset is not there.
 func ClusterRelease(t *testing.T, root string, extra ...string) *config.Config {
 	t.Helper()
-	dir := filepath.Join(root, "..", "shared", "subjects", "cozystack")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skip("no Cozystack subset at " + dir)
-	}
+	dir := subset(t, root)
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	cfg := config.Register(fs)
 	args := append([]string{"--tier=cluster", "--cozystack=" + dir, "--cni-staging=stager",
@@ -40,4 +39,65 @@ func ClusterRelease(t *testing.T, root string, extra ...string) *config.Config {
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+// subset is the Cozystack subset beside the checkout at root; the test is
+// skipped when it is not there.
+func subset(t *testing.T, root string) string {
+	t.Helper()
+	dir := filepath.Join(root, "..", "shared", "subjects", "cozystack")
+	if _, err := os.Stat(dir); err != nil {
+		t.Skip("no Cozystack subset at " + dir)
+	}
+	return dir
+}
+
+// Release is a copy of the subset in a temporary directory, for a test to
+// edit.
+func Release(t *testing.T, root string) *cozystack.Release {
+	t.Helper()
+	rel, err := cozystack.Open(subset(t, root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := rel.CopyTo(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// ReleaseWithoutStaging is a copy of the subset with plugin staging
+// dropped from its charts and its Dockerfile, as the releases before
+// staging (v1.6.x) ship them. Its guide is the subset's until the test
+// edits it (DropGuideSection).
+func ReleaseWithoutStaging(t *testing.T, root string) *cozystack.Release {
+	t.Helper()
+	c := Release(t, root)
+	if err := c.DropStaging(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Lab is a lab-tier config of args, validated and, when valid, prepared.
+// Its plugin directory and stager manifest default to the files of the
+// checkout at root, as if from the command line's defaults, so that only
+// the flags under test can be wrong. Validate's error is returned.
+func Lab(t *testing.T, root string, args ...string) (*config.Config, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	cfg := config.Register(fs)
+	cfg.PluginDir = filepath.Join(root, "framework", "config", "testdata")
+	cfg.StagerManifest = filepath.Join(root, "fixtures", "stager", "multus-daemonset.yaml")
+	if err := fs.Parse(append([]string{"--report-dir=" + t.TempDir(), "--work-dir=" + t.TempDir()}, args...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
+	}
+	if err := cfg.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, nil
 }

@@ -59,8 +59,15 @@ func New(cfg *config.Config, timeouts map[string]time.Duration, k *kube.Clients)
 func (m *Multus) Plan(p *plan.Plan, names []string, nodes *node.Set) {
 	cfg, cl := m.cfg, &m.cfg.Cluster
 	if s := cfg.Subject(); s != nil {
-		// The release's chart stages the plugins itself (or not): no
-		// installer, no grafting, whatever --cni-staging says.
+		// The release's chart stages the plugins itself: no installer, no
+		// grafting, whatever --cni-staging says. A release without staging
+		// leaves them to node provisioning, which the installer stands for.
+		if !s.Stages() {
+			m.planInstaller(p, names, nodes, func() {
+				s.Ledger.Add(cozystack.Change{Kind: "node", Object: "every node's /opt/cni/bin", What: "the reference plugins of --plugin-dir " + cfg.PluginDir + " copied in before Multus",
+					Why: "this release does not stage the CNI plugins (" + strings.Join(s.NoStaging, "; ") + "): its nodes must carry them, as node provisioning would, and kind's carry no bridge"})
+			})
+		}
 		action := fmt.Sprintf("Multus from the release's %s as its platform renders it (variant %s, networking.stageCniPlugins unset), image references → %s; the pod network conflist also under the chart's multusMasterCNI name on every node", cozystack.MultusChart, config.DefaultVariant, cl.CNIPluginsImage)
 		p.Add("apply", action, nil, func(ctx context.Context) error { return m.installRelease(ctx, nodes.PIDs) })
 		p.Wait(RolledOutStage(m.kube, m.timeouts["multus"]))
@@ -68,12 +75,7 @@ func (m *Multus) Plan(p *plan.Plan, names []string, nodes *node.Set) {
 	}
 	switch cl.CNIStaging {
 	case "installer":
-		for _, n := range names {
-			p.Add("node", n+": copy the reference plugins of "+cfg.PluginDir+" into /opt/cni/bin (each written aside, then renamed over)", nil,
-				func(context.Context) error {
-					return installPlugins(cfg.PluginDir, fmt.Sprintf("/proc/%d/root/opt/cni/bin", nodes.PIDs[n]))
-				})
-		}
+		m.planInstaller(p, names, nodes, func() {})
 	case "none":
 		p.Add("node", "no CNI plugins staged (--cni-staging=none): the node image's /opt/cni/bin is used as it is", nil, nil)
 	}
@@ -84,6 +86,21 @@ func (m *Multus) Plan(p *plan.Plan, names []string, nodes *node.Set) {
 	}
 	p.Add("apply", action, nil, m.install)
 	p.Wait(RolledOutStage(m.kube, m.timeouts["multus"]))
+}
+
+// planInstaller adds copying the reference plugins of --plugin-dir into
+// every node's /opt/cni/bin; done runs after each node's copy.
+func (m *Multus) planInstaller(p *plan.Plan, names []string, nodes *node.Set, done func()) {
+	for _, n := range names {
+		p.Add("node", n+": copy the reference plugins of "+m.cfg.PluginDir+" into /opt/cni/bin (each written aside, then renamed over)", nil,
+			func(context.Context) error {
+				if err := installPlugins(m.cfg.PluginDir, fmt.Sprintf("/proc/%d/root/opt/cni/bin", nodes.PIDs[n])); err != nil {
+					return err
+				}
+				done()
+				return nil
+			})
+	}
 }
 
 func (m *Multus) install(ctx context.Context) error {

@@ -15,6 +15,8 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/config/configtest"
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/node"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/plan"
 	"github.com/cozystack/vlan-conformance/framework/stager"
 )
 
@@ -165,5 +167,30 @@ func TestFailingStagerInRelease(t *testing.T) {
 	b.Command = p.Command
 	if d := cmp.Diff(p, b); d != "" {
 		t.Errorf("the control changed more than the script (-release +control):\n%s", d)
+	}
+}
+
+// The plan's phases, in order.
+func phases(m *Multus, nodes ...string) []string {
+	var p plan.Plan
+	m.Plan(&p, nodes, &node.Set{})
+	var out []string
+	for _, s := range p.Steps {
+		out = append(out, s.Phase)
+	}
+	return out
+}
+
+// A release that stages puts the plugins on the nodes itself; one without
+// staging leaves them to node provisioning, which the installer stands
+// for, on every node before Multus.
+func TestReleaseWithoutStagingInstallsThePluginsOnTheNodes(t *testing.T) {
+	if got := strings.Join(phases(releaseMultus(t), "n1", "n2"), " "); got != "apply wait" {
+		t.Errorf("a release that stages: %s", got)
+	}
+	rel := configtest.ReleaseWithoutStaging(t, "../../../..")
+	m := releaseMultus(t, "--cozystack="+rel.Dir, "--plugin-dir=../../../config/testdata")
+	if got := strings.Join(phases(m, "n1", "n2"), " "); got != "node node apply wait" {
+		t.Errorf("a release without staging: %s", got)
 	}
 }
