@@ -326,13 +326,15 @@ func RecreateVM(ctx context.Context, p Platform, g Guest) (Guest, error) {
 	return p.StartVM(ctx, spec)
 }
 
-// SideBySide is a platform whose guests are slow to start (KubeVirt VMs
-// under TCG: a boot takes minutes, most of it waits on the API server, the
-// launcher and the guest's own boot) and whose StartVM may be called from
-// several goroutines at once: a spec container then starts the guests it
-// needs together and waits for the slowest, not for their sum.
+// SideBySide is a platform whose guests are slow to start (KubeVirt VMs:
+// a boot takes minutes) and whose StartVM may be called from several
+// goroutines at once: a spec container then starts the guests it needs
+// that many at a time and waits for the slowest of each group, not for
+// their sum.
 type SideBySide interface {
-	StartsSideBySide() bool
+	// StartsSideBySide is how many guests may boot at once and pay off;
+	// 1 or less: one after another.
+	StartsSideBySide() int
 }
 
 // Workloads is a platform whose workloads may be pods rather than VMs (the

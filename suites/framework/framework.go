@@ -130,8 +130,9 @@ func (f *Framework) StartVM(ctx context.Context, spec platform.VMSpec) (*VM, err
 
 // StartVMs starts the VMs of specs as StartVM does, their addresses the
 // tenant's next ones in the order given. On a platform whose guests are
-// slow to start (platform.SideBySide) they start together, so the caller
-// waits for the slowest boot, not for the sum of them. Every VM that
+// slow to start (platform.SideBySide) they start as many at a time as it
+// says, so the caller waits for the slowest of each group, not for the sum
+// of all; elsewhere one after another, in order. Every VM that
 // started is deleted when the spec (or container) ends, also when another
 // failed; the error names each that did not start, and its VM is nil.
 func (f *Framework) StartVMs(ctx context.Context, specs ...platform.VMSpec) ([]*VM, error) {
@@ -157,18 +158,21 @@ func (f *Framework) StartVMs(ctx context.Context, specs ...platform.VMSpec) ([]*
 		}
 		vms[i].Guest = g
 	}
-	if s, ok := platform.As[platform.SideBySide](p); ok && s.StartsSideBySide() && len(specs) > 1 {
-		var wg sync.WaitGroup
-		for i := range specs {
-			wg.Add(1)
-			go func() { defer wg.Done(); start(i) }()
-		}
-		wg.Wait()
-	} else {
-		for i := range specs {
-			start(i)
-		}
+	at := 1
+	if s, ok := platform.As[platform.SideBySide](p); ok {
+		at = max(s.StartsSideBySide(), 1)
 	}
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, at)
+	for i := range specs {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			start(i)
+		}()
+	}
+	wg.Wait()
 	// Cleanups are registered here, on the spec's goroutine, as Ginkgo needs;
 	// a VM re-created since is deleted as it is then.
 	for i, v := range vms {

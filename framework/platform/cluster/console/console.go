@@ -168,7 +168,9 @@ var (
 func (c *Console) Login(ctx context.Context, user, password string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	left := func() time.Duration { return max(time.Until(deadline), time.Second) }
-	for attempt := 0; attempt < 6; attempt++ {
+	// Poked every 30 s until the deadline: under TCG with other guests
+	// booting beside it, a guest's login prompt came after 4 minutes.
+	for time.Now().Before(deadline) {
 		c.discard()
 		if err := c.send("\n"); err != nil {
 			return err
