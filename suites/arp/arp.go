@@ -11,9 +11,11 @@
 //	|  (timers: --arp-profile)      |   100   |   vcf-vm-tenant-arp-vm-arpNN: enp2s0 |
 //	+-------------------------------+         +-------------------------------------+
 //
-// Each spec has its own guest at its own address (the next of the arp
-// tenant's, framework/addresses), so no spec leans on another's gateway
-// entry. The gateway's neighbour timers are part of the fixture: the lab
+// ARP-01..04 re-create one guest in turn (vm-arp), each spec its own
+// re-creation, each that reads the gateway's entry first having the
+// gateway resolve the guest afresh, so no spec leans on what another left
+// in the gateway's entry; ARP-05 and ARP-06 have guests of their own
+// (vm.go: guests). The gateway's neighbour timers are part of the fixture: the lab
 // sets the declared profile, the specs read it back, report it and derive
 // their bound from what is declared.
 package arp
@@ -80,7 +82,7 @@ func Specs(r *run.Run) {
 		// reports (a cluster: the VMI status), the guest's own `ip link`, and
 		// the gateway's neighbour entry once the guest has spoken.
 		It("[ARP-01] gives the re-created VM's VLAN NIC a fresh MAC: platform, guest and gateway agree", labels.Claim("ARP-01"), func(ctx SpecContext) {
-			v, err := booted.take("vm-arp01")
+			v, err := booted.take("vm-arp")
 			Expect(err).NotTo(HaveOccurred())
 			k, kube := platform.As[platform.KubeVMs](p)
 			var before platform.VMStatus
@@ -128,7 +130,7 @@ func Specs(r *run.Run) {
 		// "The upstream gateway then holds a stale ARP entry for the old MAC ... so "gateway unreachable"
 		// immediately after re-creating a VM is expected ... rather than treating it as a fault."
 		It("[ARP-02] leaves the gateway holding the old MAC right after re-creation, so gateway-to-guest fails as expected", labels.Claim("ARP-02"), func(ctx SpecContext) {
-			v, err := booted.warmed(ctx, gw, "vm-arp02")
+			v, err := booted.warmed(ctx, gw, "vm-arp")
 			skip.IfNotObservable(err)
 			Expect(err).NotTo(HaveOccurred())
 
@@ -173,7 +175,7 @@ func Specs(r *run.Run) {
 		// CLAIMS.md: "It recovers by itself once the gateway's entry ages out; the suite measures the time
 		// and holds it against the bound that the gateway's neighbour timers imply."
 		It("[ARP-03] recovers by itself within the bound the gateway's declared timers imply, ending with the new MAC", labels.Claim("ARP-03"), SpecTimeout(vendorLimit+2*time.Minute), func(ctx SpecContext) {
-			v, err := booted.take("vm-arp03")
+			v, err := booted.take("vm-arp")
 			Expect(err).NotTo(HaveOccurred())
 
 			tl := newTimeline("ARP-03: recovery without help after re-creating " + v.Name())
@@ -256,7 +258,7 @@ func Specs(r *run.Run) {
 
 		// Environment (measured): "0.3 s after a gratuitous ARP from the new guest (accepted even with arp_accept=0)."
 		It("[ARP-04] ends the outage at once when the new guest sends a gratuitous ARP", labels.Claim("ARP-04"), func(ctx SpecContext) {
-			v, err := booted.warmed(ctx, gw, "vm-arp04")
+			v, err := booted.warmed(ctx, gw, "vm-arp")
 			skip.IfNotObservable(err)
 			Expect(err).NotTo(HaveOccurred())
 			rc, err := v.recreate(ctx)
