@@ -44,10 +44,12 @@ func (d *driver) selftest(ctx context.Context) int {
 		}
 		outcomes = append(outcomes, got...)
 	}
-	caught := 0
+	caught, missed := 0, []string{}
 	for _, o := range outcomes {
 		if o.SpecFailed {
 			caught++
+		} else {
+			missed = append(missed, o.Control+" ("+o.Verdict+")")
 		}
 	}
 	notRun := d.controlsNotRun()
@@ -56,6 +58,10 @@ func (d *driver) selftest(ctx context.Context) int {
 		return 1
 	}
 	fmt.Printf("selftest: %d/%d controls caught (their claim's It failed with the declared message); %s\n", caught, len(outcomes), filepath.Join(d.cfg.ReportDir, "selftest.md"))
+	// The summary is what a CI log's tail keeps: it names what was missed.
+	for _, m := range missed {
+		fmt.Printf("selftest: NOT CAUGHT %s\n", m)
+	}
 	for _, n := range notRun {
 		fmt.Printf("selftest: NOT RUN %s\n", n)
 	}
@@ -87,29 +93,24 @@ func (d *driver) selftestPart(ctx context.Context, part string) int {
 		if ctx.Err() != nil {
 			return 130
 		}
-		cdir := filepath.Join(dir, strings.NewReplacer("/", "_", ".", "_").Replace(c.ID))
-		junit := filepath.Join(cdir, "junit.xml")
-		args := append(append([]string{}, d.suiteArgs...),
-			"--control="+c.ID, "--report-dir="+cdir,
-			"--ginkgo.label-filter="+labelFilter(part, c.Claim), "--ginkgo.junit-report="+junit, "--ginkgo.no-color", "--dump-on-failure=false")
-		args = append(args, c.ExtraArgs...)
 		fmt.Printf("selftest: %s (%s): %s\n", c.ID, c.Claim, c.Description)
-		start := time.Now()
-		code := d.runSuiteQuiet(ctx, args, filepath.Join(cdir, "output.txt"))
-		o := report.ControlOutcome{Claim: c.Claim, Control: c.ID, Description: c.Description, Expected: c.Expect, ExitCode: code, Seconds: time.Since(start).Seconds()}
-		cases, err := report.ReadJUnit(junit)
-		j := report.Judge(cases, c.Claim, c.Expect)
-		o.Verdict, o.Matched, o.FailedSpecs, o.Note = j.Verdict, j.Matched, j.FailedSpecs, j.Note
-		switch {
-		case code == config.ExitBadInput:
-			o.Verdict, o.Matched, o.FailedSpecs, o.Note = report.BrokeSetup, "", nil, "the suite rejected the control's flags"
-		case err != nil:
-			o.Verdict, o.Matched, o.FailedSpecs, o.Note = report.BrokeSetup, "", nil, "no JUnit: "+err.Error()
+		cdir := filepath.Join(dir, strings.NewReplacer("/", "_", ".", "_").Replace(c.ID))
+		o := d.runControl(ctx, c, part, cdir)
+		// One more attempt for a control that was not caught: TCG timing can
+		// spoil one run; the report keeps the first attempt's verdict, so a
+		// control caught only on its second attempt is visible as flaky.
+		if !o.SpecFailed && ctx.Err() == nil {
+			fmt.Printf("selftest: %s %s (%.1fs); trying it once more\n", c.ID, describeMiss(o, cdir), o.Seconds)
+			first := o
+			o = d.runControl(ctx, c, part, cdir+"-again")
+			o.FirstAttempt = strings.ToUpper(first.Verdict) + ": " + first.Note
+			cdir += "-again"
 		}
-		o.SpecFailed = o.Verdict == report.Caught
 		verdict := "CAUGHT: " + o.Matched
 		if !o.SpecFailed {
-			verdict = strings.ToUpper(o.Verdict) + ": " + o.Note + " (see " + cdir + "/output.txt)"
+			verdict = describeMiss(o, cdir)
+		} else if o.FirstAttempt != "" {
+			verdict += " (on the second attempt)"
 		}
 		fmt.Printf("selftest: %s %s (%.1fs)\n", c.ID, verdict, o.Seconds)
 		outcomes = append(outcomes, o)
@@ -124,6 +125,34 @@ func (d *driver) selftestPart(ctx context.Context, part string) int {
 		return 1
 	}
 	return 0
+}
+
+// runControl runs a control's claim specs once against its broken subject
+// and judges the outcome.
+func (d *driver) runControl(ctx context.Context, c config.Control, part, cdir string) report.ControlOutcome {
+	junit := filepath.Join(cdir, "junit.xml")
+	args := append(append([]string{}, d.suiteArgs...),
+		"--control="+c.ID, "--report-dir="+cdir,
+		"--ginkgo.label-filter="+labelFilter(part, c.Claim), "--ginkgo.junit-report="+junit, "--ginkgo.no-color", "--dump-on-failure=false")
+	args = append(args, c.ExtraArgs...)
+	start := time.Now()
+	code := d.runSuiteQuiet(ctx, args, filepath.Join(cdir, "output.txt"))
+	o := report.ControlOutcome{Claim: c.Claim, Control: c.ID, Description: c.Description, Expected: c.Expect, ExitCode: code, Seconds: time.Since(start).Seconds()}
+	cases, err := report.ReadJUnit(junit)
+	j := report.Judge(cases, c.Claim, c.Expect)
+	o.Verdict, o.Matched, o.FailedSpecs, o.Note = j.Verdict, j.Matched, j.FailedSpecs, j.Note
+	switch {
+	case code == config.ExitBadInput:
+		o.Verdict, o.Matched, o.FailedSpecs, o.Note = report.BrokeSetup, "", nil, "the suite rejected the control's flags"
+	case err != nil:
+		o.Verdict, o.Matched, o.FailedSpecs, o.Note = report.BrokeSetup, "", nil, "no JUnit: "+err.Error()
+	}
+	o.SpecFailed = o.Verdict == report.Caught
+	return o
+}
+
+func describeMiss(o report.ControlOutcome, cdir string) string {
+	return strings.ToUpper(o.Verdict) + ": " + o.Note + " (see " + cdir + "/output.txt)"
 }
 
 // notRunReason is why a control cannot run against this run's subject,

@@ -360,6 +360,9 @@ type ControlOutcome struct {
 	ExitCode    int      `json:"exit_code"`
 	Seconds     float64  `json:"seconds"`
 	Note        string   `json:"note,omitempty"`
+	// FirstAttempt is why the first attempt was not caught, when the
+	// verdict is the second's ("" when one attempt decided).
+	FirstAttempt string `json:"first_attempt,omitempty"`
 }
 
 // WriteSelftest writes selftest.json and selftest.md.
@@ -373,7 +376,7 @@ func WriteSelftest(dir string, outcomes []ControlOutcome) error {
 		return err
 	}
 	var m strings.Builder
-	m.WriteString("# Negative controls\n\nEach control runs its claim's specs against a deliberately broken subject. It is caught only when the claim's own `It` fails, as an assertion, with the failure the control declares; a failure in setup or `BeforeAll`, a panic or a timeout is \"control broke the setup\", not caught.\n\n")
+	m.WriteString("# Negative controls\n\nEach control runs its claim's specs against a deliberately broken subject. It is caught only when the claim's own `It` fails, as an assertion, with the failure the control declares; a failure in setup or `BeforeAll`, a panic or a timeout is \"control broke the setup\", not caught. A control not caught is run once more; the row then says what its first attempt gave.\n\n")
 	m.WriteString("| claim | control | broken subject | verdict | expected failure | matched failure message (or why not caught) |\n|---|---|---|---|---|---|\n")
 	esc := func(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "|", "\\|"), "\n", " ") }
 	for _, o := range outcomes {
@@ -384,6 +387,9 @@ func WriteSelftest(dir string, outcomes []ControlOutcome) error {
 		got := o.Matched
 		if got == "" {
 			got = o.Note
+		}
+		if o.FirstAttempt != "" {
+			got += " (second attempt; the first: " + o.FirstAttempt + ")"
 		}
 		fmt.Fprintf(&m, "| %s | %s | %s | %s | %s | %s |\n", o.Claim, o.Control, esc(o.Description), verdict, esc(o.Expected), esc(got))
 	}
