@@ -82,7 +82,7 @@ func Specs(r *run.Run) {
 		// reports (a cluster: the VMI status), the guest's own `ip link`, and
 		// the gateway's neighbour entry once the guest has spoken.
 		It("[ARP-01] gives the re-created VM's VLAN NIC a fresh MAC: platform, guest and gateway agree", labels.Claim("ARP-01"), func(ctx SpecContext) {
-			v, err := booted.take("vm-arp")
+			v, err := booted.take(ctx, "vm-arp")
 			Expect(err).NotTo(HaveOccurred())
 			k, kube := platform.As[platform.KubeVMs](p)
 			var before platform.VMStatus
@@ -175,7 +175,7 @@ func Specs(r *run.Run) {
 		// CLAIMS.md: "It recovers by itself once the gateway's entry ages out; the suite measures the time
 		// and holds it against the bound that the gateway's neighbour timers imply."
 		It("[ARP-03] recovers by itself within the bound the gateway's declared timers imply, ending with the new MAC", labels.Claim("ARP-03"), SpecTimeout(vendorLimit+2*time.Minute), func(ctx SpecContext) {
-			v, err := booted.take("vm-arp")
+			v, err := booted.take(ctx, "vm-arp")
 			Expect(err).NotTo(HaveOccurred())
 
 			tl := newTimeline("ARP-03: recovery without help after re-creating " + v.Name())
@@ -359,9 +359,9 @@ func Specs(r *run.Run) {
 		It("[ARP-06] reports two guests with one MAC on VLAN 100 as a collision: the MAC flaps between bridge ports", labels.Claim("ARP-06"), func(ctx SpecContext) {
 			// b on a second node when there is one (startFleet): the collision
 			// then spans the trunk, as in seed 003.
-			a, err := booted.take("vm-arp06a")
+			a, err := booted.take(ctx, "vm-arp06a")
 			Expect(err).NotTo(HaveOccurred())
-			b, err := booted.take("vm-arp06b")
+			b, err := booted.take(ctx, "vm-arp06b")
 			Expect(err).NotTo(HaveOccurred())
 			watched := a.Node()
 			mac := a.MAC()

@@ -51,39 +51,67 @@ var guests = []struct {
 	{[]string{"ARP-06"}, "vm-arp06b", sharedMAC, 1},
 }
 
-// fleet is the container's VMs as started, by name, with why any did not.
+// fleet is the container's VMs as started, by name, with why any did not;
+// later are those still starting in the background.
 type fleet struct {
-	vms map[string]*vm
-	err error
+	vms   map[string]*vm
+	err   error
+	later *framework.Behind
 }
 
-// startFleet starts, side by side where the platform allows
-// (framework.StartVMs), the guests of the specs the run selects, as
+// startFleet starts the guests of the specs the run selects, as
 // vm-instance renders them with the guide's cloud-init (and a pinned MAC
-// where the spec pins one).
+// where the spec pins one). The first selected spec's guests start now,
+// side by side where the platform allows (framework.StartVMs); the others'
+// boot behind the specs that run first (framework.StartVMsBehind).
 func startFleet(ctx context.Context, f *framework.Framework, nodes []platform.Node) *fleet {
-	var specs []platform.VMSpec
+	var now, later []platform.VMSpec
+	var first []string
 	for _, g := range guests {
-		if slices.ContainsFunc(g.claims, func(c string) bool { return labels.Selected(labels.ARP, labels.Claim(c)) }) {
-			specs = append(specs, platform.VMSpec{Name: g.name, Node: nodes[g.node%len(nodes)], Networks: []string{nad}, MAC: g.mac})
-		}
-	}
-	started, err := f.StartVMs(ctx, specs...)
-	fl := &fleet{vms: map[string]*vm{}, err: err}
-	for i, v := range started {
-		if v == nil {
+		if !slices.ContainsFunc(g.claims, func(c string) bool { return labels.Selected(labels.ARP, labels.Claim(c)) }) {
 			continue
 		}
-		fl.vms[specs[i].Name] = &vm{VM: v, addr: v.Addr.Addr()}
-		if s := f.Config().Subject(); s != nil && s.IaaS != nil && specs[i].MAC != "" {
-			f.Note("%s is the suite's own VirtualMachine, not the release's vm-instance render: that chart exposes no way to pin a MAC (%s pinned here)", v.Name(), specs[i].MAC)
+		spec := platform.VMSpec{Name: g.name, Node: nodes[g.node%len(nodes)], Networks: []string{nad}, MAC: g.mac}
+		if first == nil {
+			first = g.claims
+		}
+		if slices.Equal(g.claims, first) {
+			now = append(now, spec)
+		} else {
+			later = append(later, spec)
+		}
+		if s := f.Config().Subject(); s != nil && s.IaaS != nil && g.mac != "" {
+			f.Note("%s is the suite's own VirtualMachine, not the release's vm-instance render: that chart exposes no way to pin a MAC (%s pinned here)", g.name, g.mac)
 		}
 	}
+	fl := &fleet{vms: map[string]*vm{}}
+	if len(later) > 0 {
+		fl.later = f.StartVMsBehind(ctx, later...)
+	}
+	started, err := f.StartVMs(ctx, now...)
+	fl.add(started, err)
 	return fl
 }
 
-// take is the started VM of that name.
-func (fl *fleet) take(name string) (*vm, error) {
+func (fl *fleet) add(started []*framework.VM, err error) {
+	fl.err = errors.Join(fl.err, err)
+	for _, v := range started {
+		if v != nil {
+			fl.vms[v.Name()] = &vm{VM: v, addr: v.Addr.Addr()}
+		}
+	}
+}
+
+// take is the started VM of that name, once it is up.
+func (fl *fleet) take(ctx context.Context, name string) (*vm, error) {
+	if _, ok := fl.vms[name]; !ok && fl.later != nil {
+		started, err := fl.later.Wait(ctx)
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		fl.add(started, err)
+		fl.later = nil
+	}
 	if v, ok := fl.vms[name]; ok {
 		if v.Guest == nil {
 			return nil, fmt.Errorf("%s is gone: an earlier spec's re-creation of it failed", name)
@@ -100,7 +128,7 @@ func (fl *fleet) take(name string) (*vm, error) {
 // (warmGateway): the start of every spec that re-creates a VM the gateway
 // already knows. A gateway that cannot ping gives evidence.ErrNotObservable.
 func (fl *fleet) warmed(ctx context.Context, gw platform.Gateway, name string) (*vm, error) {
-	v, err := fl.take(name)
+	v, err := fl.take(ctx, name)
 	if err != nil {
 		return nil, err
 	}

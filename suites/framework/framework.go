@@ -140,39 +140,11 @@ func (f *Framework) StartVMs(ctx context.Context, specs ...platform.VMSpec) ([]*
 	if err != nil {
 		return nil, err
 	}
-	vms := make([]*VM, len(specs))
-	for i := range specs {
-		addr, err := f.NextAddress()
-		if err != nil {
-			return nil, err
-		}
-		specs[i].Namespace, specs[i].CloudInit = f.Namespace(), f.CloudInit(addr)
-		vms[i] = &VM{Addr: addr, p: p}
+	vms, err := f.address(p, specs)
+	if err != nil {
+		return nil, err
 	}
-	errs := make([]error, len(specs))
-	start := func(i int) {
-		g, err := p.StartVM(ctx, specs[i])
-		if err != nil {
-			errs[i] = fmt.Errorf("starting %s: %w", specs[i].Name, err)
-			return
-		}
-		vms[i].Guest = g
-	}
-	at := 1
-	if s, ok := platform.As[platform.SideBySide](p); ok {
-		at = max(s.StartsSideBySide(), 1)
-	}
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, at)
-	for i := range specs {
-		slots <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			start(i)
-		}()
-	}
-	wg.Wait()
+	err = boot(ctx, p, specs, vms, cap(bootSlots(p)))
 	// Cleanups are registered here, on the spec's goroutine, as Ginkgo needs;
 	// a VM re-created since is deleted as it is then.
 	for i, v := range vms {
@@ -186,7 +158,153 @@ func (f *Framework) StartVMs(ctx context.Context, specs ...platform.VMSpec) ([]*
 			}
 		})
 	}
-	return vms, errors.Join(errs...)
+	return vms, err
+}
+
+// Behind is VMs starting in the background (StartVMsBehind).
+type Behind struct {
+	done chan struct{}
+	vms  []*VM
+	err  error
+}
+
+// Wait waits until every VM has started or failed (as StartVMs returns
+// them), at most until ctx ends.
+func (b *Behind) Wait(ctx context.Context) ([]*VM, error) {
+	select {
+	case <-b.done:
+		return b.vms, b.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for VMs started in the background: %w", context.Cause(ctx))
+	}
+}
+
+// StartVMsBehind starts the VMs of specs as StartVMs does, but in the
+// background, leaving a boot slot to the caller's own boots: a container
+// whose later specs need VMs boots them while its first specs run, on the
+// core a single boot leaves idle. Their addresses are fixed now, in order.
+// Called from a container's BeforeAll, the VMs are deleted when the
+// container ends (a boot still under way is stopped first). On a platform
+// whose guests boot one at a time this is StartVMs, done before it returns.
+func (f *Framework) StartVMsBehind(ctx context.Context, specs ...platform.VMSpec) *Behind {
+	b := &Behind{done: make(chan struct{})}
+	p, err := f.Platform(ctx)
+	if err != nil {
+		b.err = err
+		close(b.done)
+		return b
+	}
+	at := cap(bootSlots(p)) - 1
+	if at < 1 {
+		b.vms, b.err = f.StartVMs(ctx, specs...)
+		close(b.done)
+		return b
+	}
+	vms, err := f.address(p, specs)
+	if err != nil {
+		b.err = err
+		close(b.done)
+		return b
+	}
+	// Ginkgo cancels a node's context when the node returns: the boots
+	// outlive it, until the container's cleanup.
+	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	go func() {
+		defer close(b.done)
+		b.err = boot(bg, p, specs, vms, at)
+		for i, v := range vms {
+			if v.Guest == nil {
+				vms[i] = nil
+			}
+		}
+		b.vms = vms
+	}()
+	DeferCleanup(func(ctx SpecContext) {
+		cancel()
+		<-b.done
+		for _, v := range b.vms {
+			if v != nil && v.Guest != nil {
+				Expect(v.p.DeleteVM(ctx, v.Guest)).To(Succeed(), "deleting %s", v.Guest.Name())
+			}
+		}
+	})
+	return b
+}
+
+// address gives each spec the tenant's next address, in order, and the
+// VM that will hold it.
+func (f *Framework) address(p platform.Platform, specs []platform.VMSpec) ([]*VM, error) {
+	vms := make([]*VM, len(specs))
+	for i := range specs {
+		addr, err := f.NextAddress()
+		if err != nil {
+			return nil, err
+		}
+		specs[i].Namespace, specs[i].CloudInit = f.Namespace(), f.CloudInit(addr)
+		vms[i] = &VM{Addr: addr, p: p}
+	}
+	return vms, nil
+}
+
+// boot starts each spec's guest into its VM, at most at of them at a
+// time and never more than the process's boot slots allow; a VM whose
+// guest did not start keeps a nil Guest, and the error names it.
+func boot(ctx context.Context, p platform.Platform, specs []platform.VMSpec, vms []*VM, at int) error {
+	errs := make([]error, len(specs))
+	var wg sync.WaitGroup
+	mine := make(chan struct{}, max(at, 1))
+	for i := range specs {
+		mine <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-mine; wg.Done() }()
+			release, err := holdSlot(ctx, p)
+			if err != nil {
+				errs[i] = fmt.Errorf("starting %s: %w", specs[i].Name, err)
+				return
+			}
+			defer release()
+			g, err := p.StartVM(ctx, specs[i])
+			if err != nil {
+				errs[i] = fmt.Errorf("starting %s: %w", specs[i].Name, err)
+				return
+			}
+			vms[i].Guest = g
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// The process's boot slots: as many guests boot at once as the platform
+// says pays off (platform.SideBySide), whoever starts them (StartVMs, the
+// background of StartVMsBehind, a re-creation). One run per process, so
+// one platform: made on first use.
+var (
+	slotsOnce sync.Once
+	slots     chan struct{}
+)
+
+func bootSlots(p platform.Platform) chan struct{} {
+	slotsOnce.Do(func() {
+		at := 1
+		if s, ok := platform.As[platform.SideBySide](p); ok {
+			at = max(s.StartsSideBySide(), 1)
+		}
+		slots = make(chan struct{}, at)
+	})
+	return slots
+}
+
+// holdSlot waits for a boot slot; release gives it back.
+func holdSlot(ctx context.Context, p platform.Platform) (release func(), err error) {
+	s := bootSlots(p)
+	select {
+	case s <- struct{}{}:
+		return func() { <-s }, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
 }
 
 // Delete deletes the VM before the spec ends (VLAN-13's consumer): the
@@ -207,6 +325,11 @@ func (v *VM) Unwrap() platform.Guest { return v.Guest }
 // user deleting and re-applying the VM object does.
 func (v *VM) Recreate(ctx context.Context) error {
 	name := v.Name()
+	release, err := holdSlot(ctx, v.p)
+	if err != nil {
+		return fmt.Errorf("re-creating %s: %w", name, err)
+	}
+	defer release()
 	g, err := platform.RecreateVM(ctx, v.p, v.Guest)
 	if err != nil {
 		v.Guest = nil // nothing left to delete, or nothing the spec can name
