@@ -28,7 +28,10 @@ plugin_pkgs = $(foreach p,$(PLUGINS_MAIN),github.com/containernetworking/plugins
 # `COZYSTACK=` runs the suite's own reference subject instead, and the
 # report says that no release was tested.
 COZYSTACK ?= $(wildcard ../shared/subjects/cozystack)
-RELEASE_ARGS = $(if $(COZYSTACK),--cozystack=$(COZYSTACK))
+# GUIDE=FILE|DIR (--guide): the guide its claims are judged by, e.g. the
+# website's page; unset, the release's own docs/vm-external-vlan.md.
+GUIDE ?=
+RELEASE_ARGS = $(if $(COZYSTACK),--cozystack=$(COZYSTACK)) $(if $(GUIDE),--guide=$(GUIDE))
 
 BIN := bin
 SUITE := $(BIN)/suites.test

@@ -18,6 +18,7 @@ func (d *driver) clusterCommand(ctx context.Context) (code int, handled bool) {
 	switch {
 	case d.sub == "run" && d.cfg.Tier == "cluster" && d.cfg.Cluster.DryRun:
 		c, err := cluster.NewDryRun(d.cfg)
+		fmt.Print(guideLines(d.cfg))
 		if err == nil {
 			err = cluster.DryRun(os.Stdout, c)
 		}

@@ -219,8 +219,8 @@ func (d *driver) runInVM(ctx context.Context) int {
 	// dir elsewhere (e.g. /tmp, a tmpfs in the VM) must be shared too, or
 	// the VM's verdicts never reach the host. So must the release under
 	// test: beside a checkout in /tmp (CI's `git clone . /tmp/ci-check`,
-	// ../shared a link) the VM's own /tmp hides it.
-	shares, err := vmShares(wd, d.cfg.ReportDir, d.cfg.WorkDir, d.cfg.Cozystack)
+	// ../shared a link) the VM's own /tmp hides it. So must --guide's.
+	shares, err := vmShares(wd, d.cfg.ReportDir, d.cfg.WorkDir, d.cfg.Cozystack, guideShare(d.cfg.Guide))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lab VM:", err)
 		return 1
@@ -235,6 +235,15 @@ func (d *driver) runInVM(ctx context.Context) int {
 		return 1
 	}
 	return code
+}
+
+// guideShare is the directory --guide reads in (the lab VM re-reads it):
+// the one it names, or the named file's.
+func guideShare(guide string) string {
+	if fi, err := os.Stat(guide); err == nil && !fi.IsDir() {
+		return filepath.Dir(guide)
+	}
+	return guide
 }
 
 // vmShares lists the directories of dirs ("" = none; relative = under wd)

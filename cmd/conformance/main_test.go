@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -22,6 +23,12 @@ func suiteNamespaces(t *testing.T) []string {
 // Bad input: one clear error, exit 2, nothing created.
 func TestBadInputExitsTwoAndCreatesNothing(t *testing.T) {
 	before := suiteNamespaces(t)
+	release := filepath.Join(root, "..", "shared", "subjects", "cozystack")
+	site := t.TempDir() // a website checkout: one page per version
+	for _, v := range []string{"next", "v1.6"} {
+		os.MkdirAll(filepath.Join(site, v), 0o755)
+		os.WriteFile(filepath.Join(site, v, "vm-external-vlan.md"), []byte("---\ntitle: x\n---\n# guide\n"), 0o644)
+	}
 	for _, args := range [][]string{
 		{"run", "--vlan=5000"},
 		{"run", "--subnet=203.0.113.0/99"},
@@ -32,6 +39,11 @@ func TestBadInputExitsTwoAndCreatesNothing(t *testing.T) {
 		// Not a Cozystack checkout (TestBadReleaseIsBadInput: the message).
 		{"run", "--cozystack=" + t.TempDir()},
 		{"run", "--tier=cluster", "--dry-run", "--cozystack=" + t.TempDir()},
+		// A --guide that is no one guide (TestBadGuideIsBadInput: the messages).
+		{"run", "--tier=cluster", "--dry-run", "--cozystack=" + release, "--guide=/nonexistent"},
+		{"run", "--tier=cluster", "--dry-run", "--cozystack=" + release, "--guide=" + site},
+		{"run", "--tier=cluster", "--dry-run", "--cozystack=" + release, "--guide=" + t.TempDir()},
+		{"run", "--tier=cluster", "--dry-run", "--guide=" + filepath.Join(site, "next")},
 		// No control exists in the cluster lane: applying one there would
 		// change nothing and look uncaught.
 		{"run", "--tier=cluster", "--dry-run", "--control=VLAN-01/no-vlan-subinterface"},

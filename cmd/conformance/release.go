@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cozystack/vlan-conformance/framework/claims"
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
 	"github.com/cozystack/vlan-conformance/framework/report"
@@ -11,7 +12,8 @@ import (
 )
 
 // describeRelease fills the report's release rows: which Cozystack commit
-// was the subject, its guide's hash, and every change the suite made to
+// was the subject, its guide (which file, from --guide or the release, its
+// hash; or why it has none), and every change the suite made to
 // what it renders and ships. Without --cozystack they stay empty and the
 // report says no release was tested.
 func describeRelease(cfg *config.Config, env *report.Environment) {
@@ -21,7 +23,10 @@ func describeRelease(cfg *config.Config, env *report.Environment) {
 	}
 	rel := s.Release
 	env.Release = fmt.Sprintf("%s (commit read from %s; checkout %s)", rel.Commit, rel.CommitFrom, rel.Dir)
-	env.Guide = fmt.Sprintf("%s as the release ships it, sha256 %s", cozystack.GuidePath, s.Guide.SHA256)
+	env.Guide = guideName(s)
+	if s.Guide == nil {
+		env.NoGuide = config.NoGuide
+	}
 	defer func() { env.Changes = s.Ledger.Markdown() }()
 	if !s.Stages() {
 		env.StagerSubject = fmt.Sprintf("none: this release does not stage the CNI plugins (%s), so it makes no STG claim and their specs were left out", strings.Join(s.NoStaging, "; "))
@@ -53,11 +58,60 @@ func imageRef(s *config.Subject) string {
 }
 
 // releaseVerdicts is what the release under test makes of each claim
-// (report.ForRelease): its guide as it ships it, and whether it stages.
+// (report.ForRelease): its guide (--guide, or as it ships it), and
+// whether it stages.
 func releaseVerdicts(cfg *config.Config, vs []report.Verdict) []report.Verdict {
 	s := cfg.Subject()
 	if s == nil {
 		return vs
 	}
-	return report.ForRelease(vs, report.Guide{Path: cozystack.GuidePath, SHA256: s.Guide.SHA256, Text: s.Guide.Text}, s.NoStaging)
+	return report.ForRelease(vs, guideOf(s), s.NoStaging)
+}
+
+// guideOf is the subject's guide as the report names it, nil when it has none.
+func guideOf(s *config.Subject) *report.Guide {
+	if s.Guide == nil {
+		return nil
+	}
+	return &report.Guide{Name: s.Guide.Origin(), SHA256: s.Guide.SHA256, Text: s.Guide.Text}
+}
+
+// guideName is the report's guide row: which guide, or why none.
+func guideName(s *config.Subject) string {
+	if g := guideOf(s); g != nil {
+		return g.String()
+	}
+	return "none: " + config.NoGuide
+}
+
+// guideLines are what a dry run says of the release's guide: which one
+// the verdicts would rest on, and which claims would get none, and why
+// ("" without a release).
+func guideLines(cfg *config.Config) string {
+	s := cfg.Subject()
+	if s == nil {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# the guide: %s\n", guideName(s))
+	const planned = "planned"
+	var vs []report.Verdict
+	for _, c := range claims.All {
+		vs = append(vs, report.Verdict{Claim: c, Verdict: planned})
+	}
+	unjudged := map[string][]string{}
+	var order []string
+	for _, v := range releaseVerdicts(cfg, vs) {
+		if v.Verdict == planned {
+			continue
+		}
+		if unjudged[v.Verdict] == nil {
+			order = append(order, v.Verdict)
+		}
+		unjudged[v.Verdict] = append(unjudged[v.Verdict], v.Claim.ID)
+	}
+	for _, verdict := range order {
+		fmt.Fprintf(&b, "# %s, whatever the specs find: %s\n", verdict, strings.Join(unjudged[verdict], ", "))
+	}
+	return b.String()
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -118,5 +119,78 @@ func TestSelftestRunsNoSTGControlOfAReleaseWithoutStaging(t *testing.T) {
 		if why := d.notRunReason(c); claims.Staging(c.Claim) != (why != "") {
 			t.Errorf("%s: not run because %q", c.ID, why)
 		}
+	}
+}
+
+// A release that ships no guide, run without --guide: the run proceeds;
+// every claim resting on the guide's words has no verdict, the report's
+// first lines say so and name them, and the others keep their specs'.
+func TestReleaseWithoutAGuideJudgesNoClaimOfIt(t *testing.T) {
+	rel := configtest.Release(t, root)
+	if err := os.Remove(rel.Path(cozystack.GuidePath)); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := configtest.Lab(t, root, "--cozystack="+rel.Dir)
+	if err != nil {
+		t.Fatalf("a release without a guide is bad input: %v", err)
+	}
+	vs := releaseVerdicts(cfg, ran())
+	var unjudged []string
+	for _, v := range vs {
+		switch {
+		case v.Claim.Quote != "":
+			if v.Verdict != report.NoGuide || !strings.Contains(v.Reason, "no guide to read") || !strings.Contains(v.Reason, "its specs: ") {
+				t.Errorf("%s: %q (%s)", v.Claim.ID, v.Verdict, v.Reason)
+			}
+			unjudged = append(unjudged, v.Claim.ID)
+		case v.Verdict != "passed" && !claims.Staging(v.Claim.ID):
+			t.Errorf("%s rests on no guide's words, yet lost its verdict: %q", v.Claim.ID, v.Verdict)
+		}
+	}
+	var env report.Environment
+	describeRelease(cfg, &env)
+	if env.NoGuide == "" || !strings.HasPrefix(env.Guide, "none: ") {
+		t.Fatalf("the report's guide rows: %q, %q", env.Guide, env.NoGuide)
+	}
+	out := filepath.Join(t.TempDir(), "conformance.md")
+	if err := report.WriteConformance(out, env, vs, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(out)
+	first := strings.SplitN(string(b), "\n", 4)[2]
+	if !strings.Contains(first, config.NoGuide) || !strings.HasSuffix(first, strings.Join(unjudged, ", ")+".**") {
+		t.Errorf("the report's first lines must say no guide was given and name %v:\n%s", unjudged, first)
+	}
+	if !strings.Contains(string(b), "the suite's own fixtures/nad/") {
+		t.Error("the report's changes must say the specs applied the suite's own NAD")
+	}
+}
+
+// With --guide the report names that file, where it came from and its
+// sha256, and a dry run says which claims its words leave unjudged.
+func TestGuideFlagIsNamedInTheReport(t *testing.T) {
+	rel := configtest.Release(t, root)
+	b, _ := os.ReadFile(rel.Path(cozystack.GuidePath))
+	// The page without its ARP gotcha: ARP-01's words are gone.
+	edited := strings.ReplaceAll(string(b), "generates a fresh guest MAC", "keeps the guest MAC")
+	page := filepath.Join(t.TempDir(), cozystack.GuideFile)
+	os.WriteFile(page, []byte("---\ntitle: \"From the website\"\n---\n"+edited), 0o644)
+	cfg, err := configtest.Lab(t, root, "--cozystack="+rel.Dir, "--guide="+filepath.Dir(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env report.Environment
+	describeRelease(cfg, &env)
+	if g := cfg.Subject().Guide; !strings.Contains(env.Guide, page+", given by --guide") || !strings.Contains(env.Guide, g.SHA256) || env.NoGuide != "" {
+		t.Errorf("the report's guide row: %q", env.Guide)
+	}
+	for _, v := range releaseVerdicts(cfg, ran()) {
+		if v.Claim.ID == "ARP-01" && (v.Verdict != report.NotInGuide || !strings.Contains(v.Reason, page)) {
+			t.Errorf("ARP-01: %q (%s)", v.Verdict, v.Reason)
+		}
+	}
+	lines := guideLines(cfg)
+	if !strings.HasPrefix(lines, "# the guide: "+env.Guide+"\n") || !strings.Contains(lines, "# "+report.NotInGuide+", whatever the specs find: ARP-01\n") {
+		t.Errorf("the dry run's lines on the guide:\n%s", lines)
 	}
 }

@@ -49,8 +49,11 @@ type Config struct {
 
 	Cluster ClusterConfig // the cluster tier's flags (cluster.go)
 
-	// Cozystack is --cozystack: the release under test (cozystack.go).
+	// Cozystack is --cozystack: the release under test (cozystack.go);
+	// Guide is --guide: the guide its claims are judged by, when not the
+	// one it ships.
 	Cozystack string
+	Guide     string
 	subject   *Subject
 	fs        *flag.FlagSet
 }

@@ -1,8 +1,10 @@
 package config
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,8 +39,11 @@ type Subject struct {
 	Ledger *cozystack.Ledger
 	// Manifest is where Prepare wrote the rendered multus chart.
 	Manifest string
-	// Guide is the guide as the release ships it: its step 2 NAD and its
-	// step 3 userData are what the specs apply (NADConfig, UserData).
+	// Guide is the guide of --guide, else the one the release ships: its
+	// step 2 NAD and its step 3 userData are what the specs apply
+	// (NADConfig, UserData). nil when there is neither: the specs then
+	// apply the suite's own objects, the ledger says so, and the claims
+	// resting on the guide's words get no verdict (report.ForRelease).
 	Guide   *cozystack.Guide
 	nad     *cozystack.GuideNAD
 	vm      *cozystack.GuideVM
@@ -58,17 +63,17 @@ const GuideNADFixture = "vlan100-bridge"
 // guide's own step 2 NAD stands for the bridge one; the others (jumbo,
 // macvlan) are the suite's variations and stay its fixtures.
 func (s *Subject) NADConfig(fixture string) string {
-	if s != nil && fixture == GuideNADFixture {
+	if s != nil && s.nad != nil && fixture == GuideNADFixture {
 		return s.nad.Config
 	}
 	return fixtures.NAD(fixture)
 }
 
 // UserData is the VM's userData at addr: the guide's step 3 cloud-config
-// under a release (its one address replaced, checked by Validate), the
-// suite's reference copy otherwise.
+// under a release with a guide (its one address replaced, checked by
+// Validate), the suite's reference copy otherwise.
 func (s *Subject) UserData(addr string) string {
-	if s == nil {
+	if s == nil || s.vm == nil {
 		return fixtures.CloudInit(addr)
 	}
 	ud, err := s.vm.UserDataAt(addr)
@@ -83,7 +88,7 @@ func (s *Subject) UserData(addr string) string {
 // devices the instancetype and preference give, so a spec reading it in
 // the guest checks that the guide's name holds.
 func (s *Subject) VLANNIC() string {
-	if s == nil {
+	if s == nil || s.vm == nil {
 		return fixtures.VLANNIC
 	}
 	return s.vlanNIC
@@ -92,12 +97,16 @@ func (s *Subject) VLANNIC() string {
 func registerCozystack(fs *flag.FlagSet, c *Config) {
 	c.fs = fs
 	fs.StringVar(&c.Cozystack, "cozystack", "", "the Cozystack release under test: a checkout of cozystack/cozystack (git clone --depth 1 --branch <tag> https://github.com/cozystack/cozystack); its charts are rendered with Helm's engine and become the subject (default: the suite's own reference subject, and the report says no release was tested)")
+	fs.StringVar(&c.Guide, "guide", "", "the guide the release's claims are judged by and its specs take their NAD and userData from: the page as the website ships it (content/en/docs/<version>/networking/vm-external-vlan.md of cozystack/website), or a copy; a markdown file, or a directory holding exactly one vm-external-vlan.md; needs --cozystack (default: the release's docs/vm-external-vlan.md; with neither, the report says no guide was given and which claims therefore have no verdict)")
 }
 
 // validateCozystack opens and renders the release; a checkout the suite
 // cannot read or render is bad input. It writes nothing.
 func (c *Config) validateCozystack() error {
 	if c.Cozystack == "" {
+		if c.Guide != "" {
+			return fmt.Errorf("--guide: the guide judges a release's claims: pass --cozystack=DIR too")
+		}
 		return nil
 	}
 	rel, err := cozystack.Open(c.Cozystack)
@@ -118,8 +127,8 @@ func (c *Config) validateCozystack() error {
 			return fmt.Errorf("--cozystack: the rendered multus chart has no stager subject: %w", err)
 		}
 	}
-	if err := s.readGuide(); err != nil {
-		return fmt.Errorf("--cozystack: %w", err)
+	if err := s.readGuide(c.Guide); err != nil {
+		return err
 	}
 	if c.Tier == "cluster" && !s.Stages() && c.Cluster.CNIStaging != "installer" {
 		// The installer stands for the nodes' provisioning whatever
@@ -132,6 +141,9 @@ func (c *Config) validateCozystack() error {
 		if err := s.renderVMLane(); err != nil {
 			return fmt.Errorf("--cozystack: %w", err)
 		}
+	}
+	if s.Guide == nil {
+		s.ledgerNoGuide()
 	}
 	// On a kind cluster the release's image references are pulled as they
 	// are, unless --cni-plugins-image names a local build (the offline
@@ -174,12 +186,30 @@ func noStaging(img *cozystack.MultusImage, p *cozystack.Platform, m *cozystack.M
 // reference does; a release does when it has every part of it.
 func (s *Subject) Stages() bool { return s == nil || len(s.NoStaging) == 0 }
 
-// readGuide reads the shipped guide's step 2 NAD and step 3 values, and
-// checks that its userData can be given each VM's address.
-func (s *Subject) readGuide() (err error) {
-	if s.Guide, err = s.Release.Guide(); err != nil {
-		return err
+// readGuide reads the guide of --guide (flag), else the release's own, and
+// checks that its step 2 NAD and step 3 values are there and that its
+// userData can be given each VM's address. A release that ships none,
+// with no --guide, leaves Guide nil: no other text is read as its guide.
+func (s *Subject) readGuide(flag string) (err error) {
+	what := "--cozystack"
+	if flag != "" {
+		what = "--guide"
+		var p string
+		if p, err = cozystack.FindGuide(flag); err == nil {
+			s.Guide, err = cozystack.ReadGuide(p, cozystack.FromFlag)
+		}
+	} else if s.Guide, err = s.Release.Guide(); errors.Is(err, fs.ErrNotExist) {
+		return nil
 	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	// Which file a broken block is in: the release's, or the one given.
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("%s: %s: %w", what, s.Guide.Path, err)
+		}
+	}()
 	if s.nad, err = s.Guide.NAD(); err != nil {
 		return err
 	}
@@ -191,6 +221,20 @@ func (s *Subject) readGuide() (err error) {
 	}
 	_, s.vlanNIC, err = s.vm.Address()
 	return err
+}
+
+// NoGuide says why a release's run has no guide, for the report and the ledger.
+const NoGuide = "no guide was given (--guide) and the release ships none (" + cozystack.GuidePath + ")"
+
+// ledgerNoGuide lists what the specs apply in the guide's place: the
+// suite's own objects, so that no verdict seems to rest on a guide.
+func (s *Subject) ledgerNoGuide() {
+	why := NoGuide + ": the claims that rest on the guide's words get no verdict; the others are judged on the suite's own objects"
+	s.Ledger.Add(cozystack.Change{Kind: "subject", Object: "the guide's step 2 NAD (" + GuideNADFixture + ")", What: "the suite's own fixtures/nad/" + GuideNADFixture + ".json", Why: why})
+	s.Ledger.Add(cozystack.Change{Kind: "subject", Object: "the guide's step 3 userData", What: "the suite's own fixtures/cloud-init/vlan100.yaml, at each VM's address", Why: why})
+	if s.IaaS != nil {
+		s.Ledger.Add(cozystack.Change{Kind: "subject", Object: "every VM", What: "the suite's own VirtualMachine (workload.RenderVM), not " + cozystack.VMInstance + " rendered with the guide's step 3 values", Why: why})
+	}
 }
 
 // renderVMLane renders what the VM lane takes from the release.

@@ -3,55 +3,178 @@ package cozystack
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
 
-// Guide is docs/vm-external-vlan.md as the release ships it: the specs
-// take their inputs from its blocks, so what is tested is what it says.
+// Guide is the guide the specs take their inputs from: the release's
+// docs/vm-external-vlan.md, or the page --guide names (the website's, or a
+// copy), so what is tested is what it says.
 type Guide struct {
-	Path   string // absolute
-	SHA256 string // hex, of the file's bytes
-	Text   string
+	Path   string  // absolute
+	Source string  // FromRelease or FromFlag
+	Title  string  // the front matter's title ("" when it has none)
+	SHA256 string  // hex, of the file's bytes, front matter included
+	Text   string  // what follows the front matter
 	Blocks []Block // fenced code blocks, in order
 }
 
+// Where a guide comes from (Guide.Source).
+const (
+	FromRelease = "release" // the checkout's GuidePath
+	FromFlag    = "--guide" // the file --guide names
+)
+
+// GuideFile is the guide's file name, in a release and on the website
+// (content/en/docs/<version>/networking/).
+const GuideFile = "vm-external-vlan.md"
+
 // Block is one fenced code block of the guide.
 type Block struct {
-	Line    int    // of the opening fence, from 1
+	Line    int    // of the opening fence, in the file, from 1
 	Lang    string // the info string's first word ("" when none)
 	Content string
 	Heading string // the nearest heading above it
-	Step    int    // n under a "Step n ..." heading (and its sub-headings), else 0
+	Step    int    // n under a "Step n ..." or "n. ..." heading (and its sub-headings), else 0
 }
 
-// Guide reads the release's guide.
+// Guide reads the release's guide; an error wrapping fs.ErrNotExist means
+// the release ships none.
 func (r *Release) Guide() (*Guide, error) {
-	p := r.Path(GuidePath)
-	b, err := os.ReadFile(p)
+	return ReadGuide(r.Path(GuidePath), FromRelease)
+}
+
+// Origin names the guide as the report does: its path and where it came
+// from, so that a reader knows which text the verdicts rest on.
+func (g *Guide) Origin() string {
+	switch g.Source {
+	case FromRelease:
+		return GuidePath + " as the release ships it"
+	case FromFlag:
+		o := g.Path + ", given by " + FromFlag
+		if g.Title != "" {
+			o += fmt.Sprintf(" (title %q)", g.Title)
+		}
+		return o
+	}
+	return g.Path
+}
+
+// FindGuide is the guide file --guide names: path itself, a markdown
+// file, or the one GuideFile under the directory path. A directory with
+// several (a website checkout, one page per version) is ambiguous.
+func FindGuide(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, errors.Unwrap(err))
+	}
+	if !fi.IsDir() {
+		if ext := strings.ToLower(filepath.Ext(abs)); ext != ".md" && ext != ".markdown" {
+			return "", fmt.Errorf("%s: not a markdown file (want the guide's %s, or a directory holding it)", path, GuideFile)
+		}
+		return abs, nil
+	}
+	var found []string
+	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && p != abs && strings.HasPrefix(d.Name(), "."):
+			return filepath.SkipDir // .git, .cache
+		case !d.IsDir() && d.Name() == GuideFile:
+			found = append(found, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	switch len(found) {
+	case 0:
+		return "", fmt.Errorf("%s: no %s in this directory or below", path, GuideFile)
+	case 1:
+		return found[0], nil
+	}
+	return "", fmt.Errorf("%s: %d guides, pass one of them: %s", path, len(found), strings.Join(found, ", "))
+}
+
+// ReadGuide reads and parses the guide at path; an empty guide is an error.
+func ReadGuide(path, source string) (*Guide, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("the guide: %w", err)
 	}
-	return ParseGuide(p, b), nil
+	if !utf8.Valid(b) {
+		return nil, fmt.Errorf("the guide %s: not text", path)
+	}
+	g, err := ParseGuide(path, b)
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(g.Text) == "" {
+		return nil, fmt.Errorf("the guide %s: empty", path)
+	}
+	g.Source = source
+	return g, nil
 }
 
 var (
 	fence   = regexp.MustCompile("^( {0,3})(`{3,}|~{3,})\\s*([^`\\s]*)")
 	heading = regexp.MustCompile(`^ {0,3}(#{1,6})\s+(.*?)(\s+#+)?\s*$`)
-	stepRe  = regexp.MustCompile(`(?i)^step\s+(\d+)\b`)
+	// The release's guide numbers its steps "Step 1 — ...", the
+	// website's "1. ...".
+	stepRe = regexp.MustCompile(`(?i)^(?:step\s+(\d+)\b|(\d+)[.)]\s)`)
 )
 
-// ParseGuide splits a guide into its fenced blocks (CommonMark fences;
-// ATX headings only, which is what the guide uses).
-func ParseGuide(path string, b []byte) *Guide {
+// frontMatter splits Hugo's YAML front matter ("---" lines around it, at
+// the very top, as the website's pages have) off b: its title, the text
+// after it, and how many lines it took, so that blocks keep the file's
+// own line numbers.
+func frontMatter(path string, b []byte) (title, text string, lines int, err error) {
+	s := strings.TrimPrefix(string(b), "\ufeff")
+	ls := strings.SplitAfter(s, "\n")
+	if strings.TrimRight(ls[0], " \r\n") != "---" {
+		return "", s, 0, nil
+	}
+	for i := 1; i < len(ls); i++ {
+		if t := strings.TrimRight(ls[i], " \r\n"); t != "---" && t != "..." {
+			continue
+		}
+		var fm struct {
+			Title string `json:"title"`
+		}
+		if err := yaml.Unmarshal([]byte(strings.Join(ls[1:i], "")), &fm); err != nil {
+			return "", "", 0, fmt.Errorf("the guide %s: its front matter (lines 1-%d): %w", path, i+1, err)
+		}
+		return fm.Title, strings.Join(ls[i+1:], ""), i + 1, nil
+	}
+	return "", "", 0, fmt.Errorf("the guide %s: its front matter (\"---\" on line 1) is never closed", path)
+}
+
+// ParseGuide splits a guide into its front matter's title and its fenced
+// blocks (CommonMark fences; ATX headings only, which is what the guide
+// uses).
+func ParseGuide(path string, b []byte) (*Guide, error) {
 	sum := sha256.Sum256(b)
-	g := &Guide{Path: path, SHA256: hex.EncodeToString(sum[:]), Text: string(b)}
+	title, text, skipped, err := frontMatter(path, b)
+	if err != nil {
+		return nil, err
+	}
+	g := &Guide{Path: path, Title: title, SHA256: hex.EncodeToString(sum[:]), Text: text}
 	var cur *Block
 	var closer, indent string
 	head, step, stepLevel := "", 0, 0
@@ -67,14 +190,14 @@ func ParseGuide(path string, b []byte) *Guide {
 		}
 		if m := fence.FindStringSubmatch(line); m != nil {
 			indent, closer = m[1], m[2]
-			cur = &Block{Line: i + 1, Lang: m[3], Heading: head, Step: step}
+			cur = &Block{Line: skipped + i + 1, Lang: m[3], Heading: head, Step: step}
 			continue
 		}
 		if m := heading.FindStringSubmatch(line); m != nil {
 			head = m[2]
 			level := len(m[1])
 			if s := stepRe.FindStringSubmatch(head); s != nil {
-				step, _ = strconv.Atoi(s[1])
+				step, _ = strconv.Atoi(s[1] + s[2])
 				stepLevel = level
 			} else if level <= stepLevel {
 				step, stepLevel = 0, 0
@@ -84,7 +207,7 @@ func ParseGuide(path string, b []byte) *Guide {
 	if cur != nil { // an unclosed fence runs to the end
 		g.Blocks = append(g.Blocks, *cur)
 	}
-	return g
+	return g, nil
 }
 
 // Step are the blocks of step n, in order.

@@ -4,8 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -27,7 +30,7 @@ func TestGuideAsShipped(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(b)
-	if g.SHA256 != hex.EncodeToString(sum[:]) || g.Text != string(b) || !strings.HasSuffix(g.Path, GuidePath) {
+	if g.SHA256 != hex.EncodeToString(sum[:]) || g.Text != string(b) || !strings.HasSuffix(g.Path, GuidePath) || g.Source != FromRelease || g.Origin() != GuidePath+" as the release ships it" {
 		t.Fatalf("the guide read is not the file: %s %s", g.Path, g.SHA256)
 	}
 	// One YAML block per numbered step; the opt-out block precedes them.
@@ -135,7 +138,10 @@ func TestParseGuideManifest(t *testing.T) {
 		"## Step 3 — VM\n````markdown\n```yaml\nkind: NetworkAttachmentDefinition\n```\n````\n" +
 		"  ```yaml\n  apiVersion: apps.cozystack.io/v1alpha1\n  kind: VMInstance\n  metadata:\n    name: vm1\n    namespace: tenant-x\n  spec:\n    networks:\n    - name: v7\n  ```\n" +
 		"## Gotchas\n```sh\nnetplan apply\n"
-	g := ParseGuide("x.md", []byte(text))
+	g, err := ParseGuide("x.md", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var got []string
 	for _, b := range g.Blocks {
 		got = append(got, strings.Join([]string{b.Lang, b.Heading, string(rune('0' + b.Step))}, "|"))
@@ -158,7 +164,11 @@ func TestParseGuideManifest(t *testing.T) {
 	if rel := app.Release(); rel.Name != "vm-instance-vm1" || rel.Namespace != "tenant-x" || !reflect.DeepEqual(app.Values["networks"], []any{map[string]any{"name": "v7"}}) {
 		t.Fatalf("%+v", app)
 	}
-	if _, err := ParseGuide("y.md", []byte("## Step 3\n```yaml\nfoo: [\n```\n")).VMValues(); err == nil || !strings.Contains(err.Error(), "do not parse") {
+	broken, err := ParseGuide("y.md", []byte("## Step 3\n```yaml\nfoo: [\n```\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := broken.VMValues(); err == nil || !strings.Contains(err.Error(), "do not parse") {
 		t.Fatalf("a broken block: %v", err)
 	}
 }
@@ -192,4 +202,150 @@ func TestUserDataAt(t *testing.T) {
 	if _, err := none.UserDataAt("198.51.100.7/24"); err == nil || !strings.Contains(err.Error(), "gives 0 static addresses") {
 		t.Errorf("no address: %v", err)
 	}
+}
+
+// websitePage is a page as the website ships the guide: Hugo front matter,
+// then steps numbered "1." rather than "Step 1 —" (a sketch of its shape,
+// not its text).
+const websitePage = `---
+title: "Attaching a VM to an External VLAN"
+linkTitle: "VM External VLAN"
+weight: 35
+---
+
+Point a bridge-type NetworkAttachmentDefinition at it.
+
+## 2. NetworkAttachmentDefinition
+
+` + "```yaml" + `
+apiVersion: k8s.cni.cncf.io/v1
+kind: NetworkAttachmentDefinition
+metadata:
+  name: vlan100
+  namespace: tenant-example
+spec:
+  config: '{"type":"bridge","bridge":"br100","ipam":{}}'
+` + "```" + `
+
+## 3. Attach the VM
+
+` + "```yaml" + `
+instanceType: u1.medium
+networks:
+  - name: vlan100
+` + "```" + `
+`
+
+// The front matter is not the guide's text: its title is kept, and the
+// blocks after it keep the file's own line numbers.
+func TestParseGuideFrontMatter(t *testing.T) {
+	g, err := ParseGuide("page.md", []byte(websitePage))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Title != "Attaching a VM to an External VLAN" {
+		t.Errorf("title %q", g.Title)
+	}
+	if strings.Contains(g.Text, "linkTitle") || !strings.HasPrefix(g.Text, "\nPoint a bridge-type") || !g.Says("Point a bridge-type NetworkAttachmentDefinition at it") {
+		t.Errorf("the text after the front matter: %q", g.Text)
+	}
+	lines := strings.Split(websitePage, "\n")
+	if len(g.Blocks) != 2 {
+		t.Fatalf("blocks %+v", g.Blocks)
+	}
+	for i, want := range []int{2, 3} {
+		b := g.Blocks[i]
+		if !strings.HasPrefix(lines[b.Line-1], "```yaml") || b.Step != want {
+			t.Errorf("block %d: line %d is %q, step %d (want a fence, step %d)", i, b.Line, lines[b.Line-1], b.Step, want)
+		}
+	}
+	if g.Blocks[0].Line != 11 {
+		t.Errorf("the NAD's fence is on the file's line 11, not %d", g.Blocks[0].Line)
+	}
+	if nad, err := g.NAD(); err != nil || nad.Block.Line != 11 {
+		t.Errorf("the NAD: %+v, %v", nad, err)
+	}
+	if _, err := ParseGuide("open.md", []byte("---\ntitle: x\n\n# Guide\n")); err == nil || !strings.Contains(err.Error(), "never closed") {
+		t.Errorf("front matter never closed: %v", err)
+	}
+	if _, err := ParseGuide("bad.md", []byte("---\ntitle: [\n---\n# Guide\n")); err == nil || !strings.Contains(err.Error(), "front matter (lines 1-3)") {
+		t.Errorf("front matter that is not YAML: %v", err)
+	}
+	// The release's guide has none: nothing is taken off it.
+	if g, err := ParseGuide("plain.md", []byte("# Guide\n\n---\n\ntext\n")); err != nil || g.Title != "" || !strings.HasPrefix(g.Text, "# Guide") {
+		t.Errorf("a guide without front matter: %+v, %v", g, err)
+	}
+}
+
+// --guide names a markdown file, or a directory holding exactly one guide.
+func TestFindGuide(t *testing.T) {
+	write := func(p, text string) string {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	site := t.TempDir()
+	next := write(filepath.Join(site, "content/en/docs/next/networking", GuideFile), websitePage)
+	v16 := write(filepath.Join(site, "content/en/docs/v1.6/networking", GuideFile), websitePage)
+	write(filepath.Join(site, ".git/x", GuideFile), websitePage) // not the website's pages
+	copyMD := write(filepath.Join(t.TempDir(), "copy.md"), websitePage)
+	notMD := write(filepath.Join(t.TempDir(), "guide.txt"), websitePage)
+
+	for _, tc := range []struct{ arg, want string }{
+		{filepath.Dir(next), next}, // the version's networking/ directory
+		{copyMD, copyMD},           // a copy, under any name
+		{next, next},
+	} {
+		if got, err := FindGuide(tc.arg); err != nil || got != tc.want {
+			t.Errorf("%s: %q, %v; want %s", tc.arg, got, err, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		arg  string
+		want []string
+	}{
+		{site, []string{"2 guides, pass one of them", next, v16}},
+		{t.TempDir(), []string{"no " + GuideFile}},
+		{filepath.Join(site, "missing"), []string{"missing: no such file or directory"}},
+		{notMD, []string{"not a markdown file"}},
+	} {
+		_, err := FindGuide(tc.arg)
+		for _, w := range tc.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %v; want it to say %q", tc.arg, err, w)
+			}
+		}
+	}
+}
+
+// A guide with nothing after its front matter is no guide; a release
+// without one says so with fs.ErrNotExist.
+func TestReadGuideRefusesAnEmptyGuide(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, GuideFile)
+	os.WriteFile(empty, []byte("---\ntitle: x\n---\n\n  \n"), 0o644)
+	if _, err := ReadGuide(empty, FromFlag); err == nil || !strings.Contains(err.Error(), "empty") {
+		t.Errorf("an empty guide: %v", err)
+	}
+	if _, err := (&Release{Dir: dir}).Guide(); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a release without a guide: %v", err)
+	}
+	g, err := ReadGuide(writeTemp(t, websitePage), FromFlag)
+	if err != nil || g.Source != FromFlag || !strings.Contains(g.Origin(), "given by --guide") || !strings.Contains(g.Origin(), g.Title) {
+		t.Errorf("a guide given by --guide: %+v, %v", g, err)
+	}
+}
+
+func writeTemp(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), GuideFile)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

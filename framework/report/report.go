@@ -236,7 +236,9 @@ type Environment struct {
 	// Release is the Cozystack release under test ("Cozystack <commit>
 	// ..."), "" when the suite's own reference subject ran. Changes is the
 	// Markdown of every change the suite made to the release's output.
-	Release, Guide, Changes string
+	// Guide names the guide the verdicts rest on (Guide.String); NoGuide
+	// says why there is none, and the report then opens with it.
+	Release, Guide, NoGuide, Changes string
 }
 
 // WriteConformance writes conformance.md from the verdicts, and the
@@ -248,6 +250,15 @@ func WriteConformance(path string, env Environment, vs []Verdict, fails []Failur
 	if env.Release == "" {
 		subject = NoRelease
 		fmt.Fprintf(&b, "**%s.**\n\n", NoRelease)
+	}
+	if env.NoGuide != "" {
+		var unjudged []string
+		for _, v := range vs {
+			if v.Verdict == NoGuide {
+				unjudged = append(unjudged, v.Claim.ID)
+			}
+		}
+		fmt.Fprintf(&b, "**No guide: %s. The claims that rest on the guide's words therefore have no verdict: %s.**\n\n", env.NoGuide, strings.Join(unjudged, ", "))
 	}
 	fmt.Fprintf(&b, "| | |\n|---|---|\n| date | %s |\n", time.Now().UTC().Format(time.RFC3339))
 	for _, row := range [][2]string{

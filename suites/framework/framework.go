@@ -96,8 +96,9 @@ func (f *Framework) ApplyNADSetting(ctx context.Context, name, fixture, key stri
 	return p.ApplyNAD(ctx, f.Namespace(), platform.NAD{Name: name, Config: string(b)})
 }
 
-// CloudInit is the guide's userData at addr: the shipped guide's under a
-// release, the suite's reference copy otherwise.
+// CloudInit is the guide's userData at addr: the guide's (--guide's, or
+// the one the release ships) under a release, the suite's reference copy
+// otherwise (no release, or a release with no guide: its ledger says so).
 func (f *Framework) CloudInit(addr netip.Prefix) string {
 	return f.Config().Subject().UserData(addr.String())
 }

@@ -5,7 +5,7 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/cozystack/vlan-conformance/fixtures"
+	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kind"
@@ -35,7 +35,10 @@ func DryRun(w io.Writer, c *Cluster) error {
 		_, workers := kind.NodeNames(c.cfg.Cluster.KindName, kc)
 		node = workers[0]
 	}
-	spec := platform.VMSpec{Name: "vm-a", Namespace: "tenant-example", Networks: []string{"vlan100"}, CloudInit: fixtures.CloudInit(c.cfg.GuestAddr)}
+	// The guide's NAD and userData: the one --guide names or the release
+	// ships, the suite's own without a release (Subject is nil-safe).
+	subj := c.cfg.Subject()
+	spec := platform.VMSpec{Name: "vm-a", Namespace: "tenant-example", Networks: []string{"vlan100"}, CloudInit: subj.UserData(c.cfg.GuestAddr)}
 	img := c.Workloads.Image()
 	r := workload.RenderVM(spec, img, node)
 	for _, o := range []struct {
@@ -43,7 +46,7 @@ func DryRun(w io.Writer, c *Cluster) error {
 		obj    any
 	}{
 		{"the guide's tenant namespace (unless it exists)", kube.RenderNamespace(spec.Namespace)},
-		{"the guide's step 2: the bridge-type NAD in the VM's namespace", kube.RenderNAD(spec.Namespace, platform.NAD{Name: "vlan100", Config: fixtures.NAD("vlan100-bridge")})},
+		{"the guide's step 2: the bridge-type NAD in the VM's namespace", kube.RenderNAD(spec.Namespace, platform.NAD{Name: "vlan100", Config: subj.NADConfig(config.GuideNADFixture)})},
 		{"the guide's step 3: the vm-instance cloud-init Secret", r.Secret},
 		{"the guide's step 3: the VirtualMachine as vm-instance renders it, placed on " + node, r.VM},
 	} {

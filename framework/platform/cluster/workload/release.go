@@ -33,10 +33,12 @@ import (
 // A VM whose MAC a spec pins (ARP-05/06) is the suite's own build
 // (RenderVM): the chart has no value for it.
 
-// fromRelease tells whether spec's VM is rendered by the release's chart.
+// fromRelease tells whether spec's VM is rendered by the release's chart:
+// it takes the guide's step 3 values, so not without a guide (the
+// ledger says so).
 func (w *Workloads) fromRelease(spec platform.VMSpec) bool {
 	s := w.cfg.Subject()
-	return s != nil && s.IaaS != nil && spec.MAC == ""
+	return s != nil && s.IaaS != nil && s.Guide != nil && spec.MAC == ""
 }
 
 // Kinds the offline cluster does not serve, left out of what is applied.

@@ -148,3 +148,25 @@ func mustApp(t *testing.T, subj *config.Subject, spec platform.VMSpec) cozystack
 	}
 	return app
 }
+
+// A release without a guide has no step 3 values to render its chart
+// with: every VM is then the suite's own, and the ledger says so.
+func TestReleaseWithoutAGuideRendersTheSuitesVM(t *testing.T) {
+	rel := configtest.Release(t, "../../../..")
+	if err := os.Remove(rel.Path(cozystack.GuidePath)); err != nil {
+		t.Fatal(err)
+	}
+	w := releaseWorkloads(t, "--cozystack="+rel.Dir)
+	subj := w.cfg.Subject()
+	if subj.Guide != nil || subj.IaaS == nil {
+		t.Fatalf("a VM lane without a guide: guide %v, iaas render %v", subj.Guide, subj.IaaS != nil)
+	}
+	if w.fromRelease(platform.VMSpec{Name: "vm-a", Namespace: "tenant-vlan", Networks: []string{"vlan100"}}) {
+		t.Error("a VM is rendered with the release's chart, which needs the guide's step 3 values")
+	}
+	if !slices.ContainsFunc(subj.Ledger.Changes(), func(c cozystack.Change) bool {
+		return c.Object == "every VM" && strings.Contains(c.Why, config.NoGuide)
+	}) {
+		t.Errorf("the ledger does not say the VMs are the suite's own: %+v", subj.Ledger.Changes())
+	}
+}
