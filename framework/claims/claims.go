@@ -3,7 +3,10 @@
 // text as "[ID]" and as a Ginkgo label; the report maps IDs to verdicts.
 package claims
 
-import "strings"
+import (
+	"regexp"
+	"strings"
+)
 
 // Claim is one numbered promise of the guide.
 type Claim struct {
@@ -26,7 +29,7 @@ func Staging(id string) bool { return strings.HasPrefix(id, "STG-") }
 
 // quotes are the guide's words behind each claim (docs/vm-external-vlan.md).
 var quotes = map[string]string{
-	"VLAN-01": "Attach the VLAN sub-interface to a bridge and point a `bridge`-type NAD at it",
+	"VLAN-01": "Attach the VLAN sub-interface to a bridge and point a `bridge`-type [...] at it",
 	"VLAN-02": "enslaves the tagged VLAN sub-interface",
 	"VLAN-03": "are silently dropped before they ever reach the VM",
 	"VLAN-04": "a host-side service on the parent IP is unreachable from the VMs",
@@ -95,9 +98,42 @@ var All = []Claim{
 	{ID: "ARP-06", Sentence: "Two guests with one MAC on one VLAN are a detectable collision."},
 }
 
-// Normalize is text as the guide's words are compared: markdown emphasis
-// and code marks dropped, whitespace folded, dashes and quotes plain.
+var (
+	mdLink    = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
+	emphOpen  = regexp.MustCompile(`(^|[^\pL\pN*_])[*_]+`)
+	emphClose = regexp.MustCompile(`[*_]+($|[^\pL\pN*_])`)
+	plain     = strings.NewReplacer("`", "", "**", "", "__", "", "\u2014", "-", "\u2013", "-", "\u2019", "'", "\u201c", `"`, "\u201d", `"`)
+)
+
+// Normalize is text as the guide's words are compared: what markdown adds
+// to prose (links' targets, code marks, emphasis) dropped, whitespace
+// folded, dashes and quotes plain, so that a sentence matches however the
+// guide wraps or marks it up.
 func Normalize(s string) string {
-	r := strings.NewReplacer("**", "", "`", "", "*", "", "\u2014", "-", "\u2013", "-", "\u2019", "'", "\u201c", `"`, "\u201d", `"`)
-	return strings.Join(strings.Fields(r.Replace(s)), " ")
+	s = mdLink.ReplaceAllString(s, "$1")
+	s = plain.Replace(s)
+	s = emphOpen.ReplaceAllString(s, "$1")
+	s = emphClose.ReplaceAllString(s, "$1")
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// Says tells whether text (a guide) says fragment, verbatim up to
+// whitespace and markup (Normalize); "[...]" or "…" in fragment stands for
+// any text, so one quote holds where guides word a detail differently.
+func Says(text, fragment string) bool {
+	text = Normalize(text)
+	at, matched := 0, false
+	for _, part := range strings.Split(strings.ReplaceAll(fragment, "…", "[...]"), "[...]") {
+		part = Normalize(part)
+		if part == "" {
+			continue
+		}
+		i := strings.Index(text[at:], part)
+		if i < 0 {
+			return false
+		}
+		at += i + len(part)
+		matched = true
+	}
+	return matched
 }

@@ -14,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cozystack/vlan-conformance/framework/claims"
 	"sigs.k8s.io/yaml"
 )
 
@@ -221,42 +223,9 @@ func (g *Guide) Step(n int) []Block {
 	return out
 }
 
-var (
-	mdLink    = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
-	emphOpen  = regexp.MustCompile(`(^|[^\pL\pN*_])[*_]+`)
-	emphClose = regexp.MustCompile(`[*_]+($|[^\pL\pN*_])`)
-)
-
-// normalise drops what markdown adds to prose (links' targets, backticks,
-// emphasis) and collapses whitespace, so that a sentence matches however
-// the guide wraps or marks it up.
-func normalise(s string) string {
-	s = mdLink.ReplaceAllString(s, "$1")
-	s = strings.NewReplacer("`", "", "**", "", "__", "").Replace(s)
-	s = emphOpen.ReplaceAllString(s, "$1")
-	s = emphClose.ReplaceAllString(s, "$1")
-	return strings.Join(strings.Fields(s), " ")
-}
-
-// Says tells whether the guide still says fragment, verbatim up to
-// whitespace and markup; "[...]" or "…" in fragment stands for any text.
-func (g *Guide) Says(fragment string) bool {
-	text := normalise(g.Text)
-	at, matched := 0, false
-	for _, part := range strings.Split(strings.ReplaceAll(fragment, "…", "[...]"), "[...]") {
-		part = normalise(part)
-		if part == "" {
-			continue
-		}
-		i := strings.Index(text[at:], part)
-		if i < 0 {
-			return false
-		}
-		at += i + len(part)
-		matched = true
-	}
-	return matched
-}
+// Says tells whether the guide says fragment (claims.Says: verbatim up to
+// whitespace and markup; "[...]" or "…" stands for any text).
+func (g *Guide) Says(fragment string) bool { return claims.Says(g.Text, fragment) }
 
 // yamlDocs are the guide's YAML blocks' documents, each with its block;
 // blocks that do not parse are named in bad.

@@ -30,7 +30,7 @@ type Guide struct {
 func (g *Guide) String() string { return fmt.Sprintf("%s, sha256 %s", g.Name, g.SHA256) }
 
 func (g *Guide) says(quote string) bool {
-	return strings.Contains(claims.Normalize(g.Text), claims.Normalize(quote))
+	return claims.Says(g.Text, quote)
 }
 
 // ForRelease is what the release makes of each claim. g is its guide, nil
