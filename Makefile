@@ -142,7 +142,7 @@ clean:
 # kind + Multus + KubeVirt; needs Docker (or --container-runtime) and a
 # registry, or --manifests-dir/--images-archive and a local node image for an
 # air-gapped run. KIND_ARGS/ARGS pass more flags (see `bin/conformance run -h`).
-.PHONY: cluster-dry-run cluster-cabling kind-up kind-down e2e-kind e2e-existing bench-cluster selftest-cluster
+.PHONY: cluster-dry-run cluster-cabling kind-up kind-down e2e-kind e2e-existing bench-cluster selftest-cluster soak-cluster
 
 # The guide's example as --dry-run prints it must match the committed golden
 # file (the unit tests check the library's output; this, the driver's).
@@ -210,6 +210,13 @@ e2e-kind: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
 # beside the report. Goals are printed, never asserted.
 bench-cluster: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
 	$(DRIVER) bench --tier=cluster $(KIND_ARGS) $(RELEASE_ARGS) $(ARGS); rc=$$?; $(ENGINE_STOP); exit $$rc
+
+# Flakes measured on the cluster tier: RUNS cluster runs in a row (default
+# 3), each spec's pass count and wall time in reports/soak-cluster/soak.md
+# (one run's reports in reports/soak-cluster/soak/run-NN). On a cluster
+# kept by make kind-up each run reuses it; otherwise each makes its own.
+soak-cluster: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
+	$(DRIVER) soak --tier=cluster --runs=$(if $(filter command line,$(origin RUNS)),$(RUNS),3) $(KIND_ARGS) $(RELEASE_ARGS) --report-dir=reports/soak-cluster $(ARGS); rc=$$?; $(ENGINE_STOP); exit $$rc
 
 # The negative controls of the cluster-only claims (VLAN-11, STG-09, STG-11): each
 # a cluster run of its own, on a fresh cluster, whose claim's spec must FAIL
