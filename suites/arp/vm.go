@@ -24,10 +24,13 @@ const nad = "vlan100"
 // 1 s PROBEs, twice over.
 const warmFor = 20 * time.Second
 
-// vm is a VM the spec re-creates: Guest is always the current incarnation.
+// vm is a VM the spec re-creates: Guest is always the current incarnation,
+// last its latest re-creation, which a later spec may observe from
+// another side (ARP-01).
 type vm struct {
 	*framework.VM
 	addr netip.Addr
+	last *recreation
 }
 
 // guests are the container's VMs, each at the tenant's next address in
@@ -142,20 +145,31 @@ func (fl *fleet) warmed(ctx context.Context, gw platform.Gateway, name string) (
 type recreation struct {
 	start, ready   time.Time // before the delete; once the new guest is up
 	oldMAC, newMAC net.HardwareAddr
+	before         platform.VMStatus // the VM object before it, where the platform has one (platform.KubeVMs)
+	by             string            // the spec that made it
 }
 
 func (r recreation) took() time.Duration { return r.ready.Sub(r.start) }
 
 // recreate deletes the VM and creates it again from the same spec, as a
 // user deleting and re-applying the VM object does.
-func (v *vm) recreate(ctx context.Context) (recreation, error) {
-	r := recreation{oldMAC: v.MAC(), start: time.Now()}
+func (v *vm) recreate(ctx context.Context, p platform.Platform) (*recreation, error) {
+	r := &recreation{oldMAC: v.MAC(), by: CurrentSpecReport().LeafNodeText}
+	if k, ok := platform.As[platform.KubeVMs](p); ok {
+		st, err := k.VMStatus(ctx, v)
+		if err != nil {
+			return r, fmt.Errorf("%s before re-creation: %w", v.Name(), err)
+		}
+		r.before = st
+	}
+	r.start = time.Now()
 	err := v.Recreate(ctx)
 	r.ready = time.Now()
 	if err != nil {
 		return r, fmt.Errorf("MAC %s: %w", r.oldMAC, err)
 	}
 	r.newMAC = v.MAC()
+	v.last = r
 	return r, nil
 }
 
