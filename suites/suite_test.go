@@ -27,6 +27,7 @@ import (
 	"github.com/cozystack/vlan-conformance/suites/arp"
 	"github.com/cozystack/vlan-conformance/suites/cluster"
 	"github.com/cozystack/vlan-conformance/suites/datapath"
+	"github.com/cozystack/vlan-conformance/suites/framework"
 	"github.com/cozystack/vlan-conformance/suites/labels"
 	"github.com/cozystack/vlan-conformance/suites/release"
 	"github.com/cozystack/vlan-conformance/suites/stager"
@@ -106,6 +107,7 @@ var slug = regexp.MustCompile(`[^A-Za-z0-9]+`)
 // every namespace next to a failed spec's evidence.
 func hooks(r *run.Run) {
 	AfterSuite(func(ctx SpecContext) {
+		Expect(framework.StopPrestarts(ctx)).To(Succeed(), "deleting the VMs booted ahead that no spec took")
 		Expect(r.Shutdown(ctx)).To(Succeed(), "removing everything the platform created")
 	})
 	JustAfterEach(func(ctx SpecContext) {

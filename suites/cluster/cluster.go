@@ -35,6 +35,11 @@ func Specs(r *run.Run) {
 	// builds lazily (the lab) is left alone.
 	SynchronizedBeforeSuite(func(ctx SpecContext) {
 		Expect(r.Provision(ctx)).To(Succeed(), "building the cluster for the run")
+		// The VMs containers registered to boot ahead start booting now,
+		// behind the first containers' specs.
+		if p, ok := r.Built(); ok {
+			framework.StartPrestarts(ctx, p)
+		}
 	}, func(SpecContext) {})
 	nadSpecs(r)
 	stagingOffSpecs(r)

@@ -1,6 +1,8 @@
 package datapath
 
 import (
+	"context"
+	"errors"
 	"net/netip"
 	"time"
 
@@ -27,6 +29,15 @@ const serviceTimeout = 6 * time.Second
 func macvlanSpecs(r *run.Run) {
 	Describe("A node provisioned for macvlan", labels.Datapath, Ordered, ContinueOnFailure, func() {
 		f := framework.New(r, "macvlan")
+		// VLAN-03's guest boots ahead (framework.Prestart): it needs only its NAD.
+		mvVM := f.Prestart("vm-mv", func(ctx context.Context, p platform.Platform) (platform.VMSpec, error) {
+			node := p.MacvlanNode()
+			if node == nil {
+				return platform.VMSpec{}, errors.New("no node provisioned for macvlan on this platform")
+			}
+			err := f.ApplyNAD(ctx, "vlan100-macvlan", "vlan100-macvlan")
+			return platform.VMSpec{Node: node, Networks: []string{"vlan100-macvlan"}}, err
+		}, labels.Datapath, labels.Claim("VLAN-03"))
 		var (
 			p    platform.Platform
 			node platform.Node
@@ -49,7 +60,7 @@ func macvlanSpecs(r *run.Run) {
 			var guest *framework.VM
 			BeforeAll(func(ctx SpecContext) {
 				var err error
-				guest, err = f.StartVM(ctx, platform.VMSpec{Name: "vm-mv", Node: node, Networks: []string{"vlan100-macvlan"}})
+				guest, err = mvVM.Take(ctx)
 				Expect(err).NotTo(HaveOccurred(), "starting vm-mv")
 			})
 

@@ -1,6 +1,7 @@
 package datapath
 
 import (
+	"context"
 	"net"
 	"time"
 
@@ -30,6 +31,11 @@ var spoofedMAC = net.HardwareAddr{0x02, 0x00, 0x5e, 0x0c, 0x00, 0x12}
 func spoofCheckSpecs(r *run.Run) {
 	Describe("A NAD with macspoofchk on", labels.Datapath, func() {
 		f := framework.New(r, "spoofchk")
+		// Its guest boots ahead (framework.Prestart): it needs only its NAD.
+		spoofchkVM := f.Prestart("vm-spoofchk", func(ctx context.Context, p platform.Platform) (platform.VMSpec, error) {
+			err := f.ApplyNADSetting(ctx, "vlan100-spoofchk", config.GuideNADFixture, "macspoofchk", true)
+			return platform.VMSpec{Node: p.BridgeNodes()[0], Networks: []string{"vlan100-spoofchk"}}, err
+		}, labels.Datapath, labels.Claim("VLAN-12"))
 
 		It("[VLAN-12] passes the guest's own frames and drops at the node a frame from another source MAC", labels.Claim("VLAN-12"), func(ctx SpecContext) {
 			p, err := f.Platform(ctx)
@@ -38,8 +44,7 @@ func spoofCheckSpecs(r *run.Run) {
 			gw := p.Gateway().Address()
 
 			By("the guide's NAD with macspoofchk: true")
-			Expect(f.ApplyNADSetting(ctx, "vlan100-spoofchk", config.GuideNADFixture, "macspoofchk", true)).To(Succeed())
-			guest, err := f.StartVM(ctx, platform.VMSpec{Name: "vm-spoofchk", Node: node, Networks: []string{"vlan100-spoofchk"}})
+			guest, err := spoofchkVM.Take(ctx)
 			Expect(err).NotTo(HaveOccurred(), "starting the VM on the NAD with macspoofchk")
 
 			By("the guest's own traffic passes: it sends from the MAC its attachment was made with")

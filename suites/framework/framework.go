@@ -145,7 +145,7 @@ func (f *Framework) StartVMs(ctx context.Context, specs ...platform.VMSpec) ([]*
 	if err != nil {
 		return nil, err
 	}
-	err = boot(ctx, p, specs, vms, cap(bootSlots(p)))
+	err = boot(ctx, p, specs, vms, cap(bootSlots(p)), holdSlot)
 	// Cleanups are registered here, on the spec's goroutine, as Ginkgo needs;
 	// a VM re-created since is deleted as it is then.
 	for i, v := range vms {
@@ -212,7 +212,7 @@ func (f *Framework) StartVMsBehind(ctx context.Context, specs ...platform.VMSpec
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	go func() {
 		defer close(b.done)
-		b.err = boot(bg, p, specs, vms, at)
+		b.err = boot(bg, p, specs, vms, at, holdBackgroundSlot)
 		for i, v := range vms {
 			if v.Guest == nil {
 				vms[i] = nil
@@ -248,9 +248,9 @@ func (f *Framework) address(p platform.Platform, specs []platform.VMSpec) ([]*VM
 }
 
 // boot starts each spec's guest into its VM, at most at of them at a
-// time and never more than the process's boot slots allow; a VM whose
-// guest did not start keeps a nil Guest, and the error names it.
-func boot(ctx context.Context, p platform.Platform, specs []platform.VMSpec, vms []*VM, at int) error {
+// time, each in a slot hold gives; a VM whose guest did not start keeps a
+// nil Guest, and the error names it.
+func boot(ctx context.Context, p platform.Platform, specs []platform.VMSpec, vms []*VM, at int, hold func(context.Context, platform.Platform) (func(), error)) error {
 	errs := make([]error, len(specs))
 	var wg sync.WaitGroup
 	mine := make(chan struct{}, max(at, 1))
@@ -259,7 +259,7 @@ func boot(ctx context.Context, p platform.Platform, specs []platform.VMSpec, vms
 		wg.Add(1)
 		go func() {
 			defer func() { <-mine; wg.Done() }()
-			release, err := holdSlot(ctx, p)
+			release, err := hold(ctx, p)
 			if err != nil {
 				errs[i] = fmt.Errorf("starting %s: %w", specs[i].Name, err)
 				return
@@ -278,12 +278,14 @@ func boot(ctx context.Context, p platform.Platform, specs []platform.VMSpec, vms
 }
 
 // The process's boot slots: as many guests boot at once as the platform
-// says pays off (platform.SideBySide), whoever starts them (StartVMs, the
-// background of StartVMsBehind, a re-creation). One run per process, so
-// one platform: made on first use.
+// says pays off (platform.SideBySide), whoever starts them (StartVMs, a
+// re-creation, and in the background StartVMsBehind and StartPrestarts).
+// Background boots hold one slot fewer between them, so that a spec's own
+// boot never waits for one. One run per process, so one platform: made on
+// first use.
 var (
-	slotsOnce sync.Once
-	slots     chan struct{}
+	slotsOnce          sync.Once
+	slots, behindSlots chan struct{}
 )
 
 func bootSlots(p platform.Platform) chan struct{} {
@@ -292,7 +294,7 @@ func bootSlots(p platform.Platform) chan struct{} {
 		if s, ok := platform.As[platform.SideBySide](p); ok {
 			at = max(s.StartsSideBySide(), 1)
 		}
-		slots = make(chan struct{}, at)
+		slots, behindSlots = make(chan struct{}, at), make(chan struct{}, max(at-1, 1))
 	})
 	return slots
 }
@@ -306,6 +308,23 @@ func holdSlot(ctx context.Context, p platform.Platform) (release func(), err err
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
 	}
+}
+
+// holdBackgroundSlot waits for one of the background's slots, then for a
+// boot slot.
+func holdBackgroundSlot(ctx context.Context, p platform.Platform) (release func(), err error) {
+	bootSlots(p)
+	select {
+	case behindSlots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	r, err := holdSlot(ctx, p)
+	if err != nil {
+		<-behindSlots
+		return nil, err
+	}
+	return func() { r(); <-behindSlots }, nil
 }
 
 // Delete deletes the VM before the spec ends (VLAN-13's consumer): the

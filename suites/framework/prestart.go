@@ -1,0 +1,231 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/suites/labels"
+)
+
+// Prestarted is a VM one spec of a container starts, registered while the
+// spec tree is built (Prestart). On a platform whose guests boot side by
+// side the run boots it in the background from its set-up on
+// (StartPrestarts), in a boot slot no foreground boot waits for, while
+// whatever containers come first run: a TCG boot is a minute and a half of
+// one core, and one container's single boot leaves the other idle. Take
+// gives it to its spec, booting it then when the background did not get
+// to it (and always on a platform whose guests boot one at a time).
+type Prestarted struct {
+	f      *Framework
+	name   string
+	labels []Labels
+	addr   netip.Prefix
+	prep   func(ctx context.Context, p platform.Platform) (platform.VMSpec, error)
+
+	mu    sync.Mutex
+	state prestartState
+	done  chan struct{} // closed when the background's boot of it ended
+	vm    *VM
+	err   error
+}
+
+type prestartState int
+
+const (
+	waiting prestartState = iota // nobody started it yet
+	booting                      // the background boots it
+	ready                        // the background booted it (or failed to); not taken yet
+	taken                        // its spec has it, or boots it itself
+)
+
+// aheadAtMost bounds the VMs booted ahead and not yet taken: each holds
+// its node's memory (4 GiB under vm-instance's default instancetype) until
+// its container runs.
+const aheadAtMost = 2
+
+var prestarts struct {
+	sync.Mutex
+	all    []*Prestarted
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Prestart registers the VM a spec of this container will Take: prep
+// makes what it needs (its NAD) and gives its spec, as the spec would.
+// ls are the spec's labels and its containers', so that only a VM whose
+// spec the run selects boots ahead. Its address is the tenant's next one
+// now, while the tree is built, so addresses stay where they were whatever
+// boots first.
+func (f *Framework) Prestart(name string, prep func(ctx context.Context, p platform.Platform) (platform.VMSpec, error), ls ...Labels) *Prestarted {
+	addr, err := f.NextAddress()
+	if err != nil {
+		panic(err) // a tenant's block ran out: a bug in the suite
+	}
+	ps := &Prestarted{f: f, name: name, labels: ls, addr: addr, prep: prep, done: make(chan struct{})}
+	prestarts.Lock()
+	prestarts.all = append(prestarts.all, ps)
+	prestarts.Unlock()
+	return ps
+}
+
+// StartPrestarts boots the registered VMs the run selects, in the order
+// registered, one at a time in the background, at most aheadAtMost booted
+// and not taken; nothing on a platform whose guests boot one at a time.
+// StopPrestarts ends it.
+func StartPrestarts(ctx context.Context, p platform.Platform) {
+	if cap(bootSlots(p)) < 2 {
+		return
+	}
+	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	prestarts.Lock()
+	all := append([]*Prestarted(nil), prestarts.all...)
+	prestarts.cancel, prestarts.done = cancel, done
+	prestarts.Unlock()
+	go func() {
+		defer close(done)
+		for _, ps := range all {
+			if !labels.Selected(ps.labels...) {
+				continue
+			}
+			for untaken(all) >= aheadAtMost {
+				select {
+				case <-bg.Done():
+					return
+				case <-time.After(time.Second):
+				}
+			}
+			if bg.Err() != nil || !ps.move(waiting, booting) {
+				continue
+			}
+			vm, err := ps.boot(bg, p, true)
+			ps.mu.Lock()
+			ps.vm, ps.err = vm, err
+			if ps.state == booting {
+				ps.state = ready
+			}
+			ps.mu.Unlock()
+			close(ps.done)
+		}
+	}()
+}
+
+// StopPrestarts stops the background's boots and deletes every VM it
+// booted that no spec took.
+func StopPrestarts(ctx context.Context) error {
+	prestarts.Lock()
+	cancel, done, all := prestarts.cancel, prestarts.done, prestarts.all
+	prestarts.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	<-done
+	var errs []error
+	for _, ps := range all {
+		ps.mu.Lock()
+		left := ps.state == ready && ps.vm != nil && ps.vm.Guest != nil
+		ps.mu.Unlock()
+		if left {
+			errs = append(errs, ps.vm.p.DeleteVM(ctx, ps.vm.Guest))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Take is the VM for the current spec, deleted when the spec (or the
+// container, from a BeforeAll) ends.
+func (ps *Prestarted) Take(ctx context.Context) (*VM, error) {
+	p, err := ps.f.Platform(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var vm *VM
+	ps.mu.Lock()
+	was := ps.state
+	ps.state = taken
+	ps.mu.Unlock()
+	switch was {
+	case waiting:
+		vm, err = ps.boot(ctx, p, false)
+	case booting, ready:
+		select {
+		case <-ps.done:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for %s, booting ahead: %w", ps.name, context.Cause(ctx))
+		}
+		vm, err = ps.vm, ps.err
+	default:
+		return nil, fmt.Errorf("%s was taken already: a bug in the suite", ps.name)
+	}
+	if vm != nil && vm.Guest != nil {
+		DeferCleanup(func(ctx SpecContext) {
+			if vm.Guest != nil {
+				Expect(vm.p.DeleteVM(ctx, vm.Guest)).To(Succeed(), "deleting %s", vm.Guest.Name())
+			}
+		})
+	}
+	if err != nil {
+		return nil, err
+	}
+	return vm, nil
+}
+
+// move changes the state from one to another, if it is still the first.
+func (ps *Prestarted) move(from, to prestartState) bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.state != from {
+		return false
+	}
+	ps.state = to
+	return true
+}
+
+// boot makes what the VM needs and starts it at its address, in a
+// background slot or a foreground one.
+func (ps *Prestarted) boot(ctx context.Context, p platform.Platform, background bool) (*VM, error) {
+	spec, err := ps.prep(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("preparing %s: %w", ps.name, err)
+	}
+	spec.Name = ps.name
+	spec.Namespace, spec.CloudInit = ps.f.Namespace(), ps.f.CloudInit(ps.addr)
+	vm := &VM{Addr: ps.addr, p: p}
+	hold := holdSlot
+	if background {
+		hold = holdBackgroundSlot
+	}
+	release, err := hold(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", ps.name, err)
+	}
+	defer release()
+	g, err := p.StartVM(ctx, spec)
+	if err != nil {
+		return vm, fmt.Errorf("starting %s: %w", ps.name, err)
+	}
+	vm.Guest = g
+	return vm, nil
+}
+
+// untaken counts the VMs booting or booted ahead that no spec took yet.
+func untaken(all []*Prestarted) int {
+	n := 0
+	for _, ps := range all {
+		ps.mu.Lock()
+		if ps.state == booting || ps.state == ready && ps.vm != nil && ps.vm.Guest != nil {
+			n++
+		}
+		ps.mu.Unlock()
+	}
+	return n
+}
