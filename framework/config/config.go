@@ -183,10 +183,10 @@ func (c *Config) Validate() error {
 	if c.Control != "" && !knownControl(c.Control) {
 		add("--control %q: unknown (known: %s)", c.Control, strings.Join(ControlIDs(), ", "))
 	}
-	if ctl, ok := controls[c.Control]; ok && ctl.NeedsRelease && c.Cozystack == "" {
+	if ctl, ok := controlByID(c.Control); ok && ctl.NeedsRelease && c.Cozystack == "" {
 		add("--control %q: its broken subject is made from the release under test: pass --cozystack=DIR", c.Control)
 	}
-	if ctl, ok := controls[c.Control]; ok && !ctl.OnTier(c.Tier) {
+	if ctl, ok := controlByID(c.Control); ok && !ctl.OnTier(c.Tier) {
 		// Applied to the other tier, a control would change nothing: its
 		// specs would pass and the control look uncaught.
 		add("--control %q: its broken subject is built on the %s tier, not --tier=%s", c.Control, ctl.TierName(), c.Tier)

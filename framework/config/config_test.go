@@ -128,7 +128,7 @@ func TestEveryLabClaimHasAControl(t *testing.T) {
 	}
 	for _, c := range claims.All {
 		if c.Tier == "" && !controlled[c.ID] {
-			t.Errorf("%s: no negative control names it (register one in framework/config/controls_*.go)", c.ID)
+			t.Errorf("%s: no negative control names it (add one to the list in framework/config/controls.go)", c.ID)
 		}
 	}
 }

@@ -1,6 +1,12 @@
 package config
 
-import "sort"
+import (
+	"slices"
+	"strconv"
+
+	"github.com/cozystack/vlan-conformance/framework/failures"
+	"github.com/cozystack/vlan-conformance/framework/stager"
+)
 
 // Control is a negative control: the same specs run against a deliberately
 // broken subject, where the named claim's spec must FAIL.
@@ -9,8 +15,10 @@ type Control struct {
 	Claim       string   // the claim whose spec must fail, e.g. "VLAN-01"
 	Description string   // what is broken, in one line
 	ExtraArgs   []string // more flags the control needs (e.g. a mutant manifest)
-	// Expect is a substring of the failure message the control must cause
-	// in its claim's own It; a failure for another reason is not caught.
+	// Expect is the failure the control must cause in its claim's own It: a
+	// value of framework/failures, the one that spec's assertion message is
+	// built from, so the two cannot drift. A failure for another reason is
+	// not caught.
 	Expect string
 	// Tier is where the broken subject is built: "" for the lab, "cluster"
 	// for a kind cluster the suite makes (the cluster-only claims).
@@ -21,6 +29,140 @@ type Control struct {
 	// Native: the claim's spec runs where the stager's do, outside the lab
 	// VM (a VLAN claim proven on a staged directory, VLAN-15).
 	Native bool
+	// ImagePlugins, when set, is what the stager image carries at
+	// /cni-plugins under the control, given what it carries otherwise.
+	ImagePlugins func(carried []string) []string
+}
+
+// The controls the platform breaks its subject for by ID (a `case
+// config.Ctl...:` where it builds the real one). A control that needs only
+// flags (a mutant --stager-manifest) has its ID in the list alone.
+const (
+	// The lab's datapath (framework/platform/lab/subject.go).
+	CtlNoSubinterface     = "VLAN-01/no-vlan-subinterface"
+	CtlWrongVLAN          = "VLAN-01/wrong-vlan-id"
+	CtlUntagged           = "VLAN-02/untagged-wiring"
+	CtlMacvlanPassthru    = "VLAN-03/macvlan-passthru"
+	CtlHostMacvlanShim    = "VLAN-04/host-address-on-macvlan-sibling"
+	CtlServiceOnShim      = "VLAN-04/service-on-macvlan-sibling"
+	CtlAddrOnSubinterface = "VLAN-05/address-on-uplink.100"
+	CtlServiceOnSub       = "VLAN-05/service-on-uplink.100"
+	CtlHostLocalIPAM      = "VLAN-06/host-local-ipam"
+	CtlDefaultRouteOnVLAN = "VLAN-07/default-route-on-vlan-nic"
+	CtlBothVLANsOneBridge = "VLAN-08/both-vlans-one-bridge"
+	CtlProbeCannotLeave   = "VLAN-08/probe-cannot-leave"
+	CtlNodeHasBridge      = "VLAN-09/node-has-bridge"
+	CtlJumboPath          = "VLAN-10/jumbo-physical-path"
+	CtlSpoofchkDropped    = "VLAN-12/macspoofchk-dropped"
+	CtlConsumerOnTrunk    = "VLAN-13/consumer-on-trunk-uplink"
+	CtlNADBridgeCorrected = "VLAN-14/nad-bridge-corrected"
+
+	// The lab's gateway, guests and MAC allocator (ARP-).
+	CtlARPNameDerivedMAC = "ARP-01/mac-derived-from-vm-name"
+	CtlARPAnnounceAtBoot = "ARP-02/guest-announces-at-boot"
+	CtlARPLongTimers     = "ARP-03/gateway-runs-longer-timers"
+	CtlARPGatewayProbes  = "ARP-03/gateway-probes-during-boot"
+	CtlARPSilentGuest    = "ARP-04/guest-never-announces"
+	CtlARPPinIgnored     = "ARP-05/pinned-mac-ignored"
+	CtlARPUniqueMACs     = "ARP-06/pinned-macs-made-unique"
+
+	// A kind cluster the suite makes (`make selftest-cluster OFFLINE=1`).
+	CtlNADInVMNamespace = "VLAN-11/nad-copied-into-vm-namespace"
+	CtlStagingKeptOn    = "STG-09/staging-kept-on"
+	CtlStagerFailsPod   = "STG-11/stager-fails-its-container"
+
+	// The release under test (--cozystack), edited in a copy the control makes.
+	CtlReleaseTypoResolvesFalse = "STG-10/helper-resolves-typo-to-false"
+)
+
+// LongBaseReachableMS is what the gateway really runs under
+// CtlARPLongTimers, whatever profile the fixture declares: REACHABLE alone
+// then lasts at least 90 s, beyond the bound of either profile (8.5 s tuned,
+// 60 s default) even after a slow re-creation.
+const LongBaseReachableMS = 180000
+
+// controls are every negative control, in ID order (the order `conformance
+// controls` prints and selftest runs). Adding one is one value here; its
+// Expect is a framework/failures value its claim's spec asserts with.
+var controls = []Control{
+	// ARP and MAC (CLAIMS.md ARP-): a gateway, a guest or a MAC allocator
+	// that behaves otherwise than the claim says.
+	{ID: CtlARPNameDerivedMAC, Claim: "ARP-01", Description: "an unpinned VM's MAC is derived from its name, so re-creation keeps it", Expect: failures.FreshMAC},
+	{ID: CtlARPAnnounceAtBoot, Claim: "ARP-02", Description: "the guest sends a gratuitous ARP as its address comes up, so the gateway learns the new MAC at once", Expect: failures.GatewayHoldsOldMAC},
+	{ID: CtlARPGatewayProbes, Claim: "ARP-03", Description: "the gateway resolves the guest's address while the re-created VM boots, so it holds the new MAC before any recovery can be timed", Expect: failures.RecoveryMeasuresNothing},
+	{ID: CtlARPLongTimers, Claim: "ARP-03", Description: "the gateway runs base_reachable_time_ms=180000, far longer than the declared profile", Expect: failures.RecoversWithin},
+	{ID: CtlARPSilentGuest, Claim: "ARP-04", Description: "the guest's gratuitous ARP never leaves it", Expect: failures.EntryFlipsToNewMAC},
+	{ID: CtlARPPinIgnored, Claim: "ARP-05", Description: "the pinned MAC (VMSpec.MAC) is not passed to the attachment: a fresh one every time", Expect: failures.PinnedMACSurvives},
+	{ID: CtlARPUniqueMACs, Claim: "ARP-06", Description: "a pinned MAC already held by a running VM is replaced by a fresh one, as KubeMacPool would", Expect: failures.CollisionFlaps},
+
+	// Staging (CLAIMS.md STG-): mutants of the reference subject in
+	// fixtures/stager/mutants, each breaking one promise of the guide's
+	// "Staging the reference CNI plugins", some judged by every claim they
+	// break; a script that copies all the image offers (as Cozystack's
+	// does), right only with an image that carries the 14 alone.
+	{ID: "STG-01/mutant-writes-loopback", Claim: "STG-01", Description: "install-cni-plugins stages loopback too: more than the 14", ExtraArgs: stagerMutant("writes-loopback.yaml"), ImagePlugins: imageWith(stager.LeftAlone...), Expect: failures.NothingButTheFourteen},
+	{ID: "STG-02/copy-all-image-with-loopback", Claim: "STG-02", Description: "the image carries loopback next to the 14 and the script copies all it finds", ExtraArgs: copyAllManifest, ImagePlugins: imageWith("loopback"), Expect: failures.ImageCarried + " loopback"},
+	{ID: "STG-02/copy-all-release-image", Claim: "STG-02", Description: "the image carries all 18 plugins of the release and the script copies all it finds", ExtraArgs: copyAllManifest, ImagePlugins: imageWith(stager.LeftAlone...), Expect: failures.ImageCarried},
+	// "loopback: " is how the layouts' STG-02 spec names the plugin it found written.
+	{ID: "STG-02/mutant-writes-loopback", Claim: "STG-02", Description: "install-cni-plugins stages loopback too", ExtraArgs: stagerMutant("writes-loopback.yaml"), ImagePlugins: imageWith(stager.LeftAlone...), Expect: "loopback: " + failures.ImageCarried + " loopback"},
+	{ID: "STG-03/mutant-copies-in-place", Claim: "STG-03", Description: "install-cni-plugins copies over the destination in place instead of renaming", ExtraArgs: stagerMutant("copies-in-place.yaml"), Expect: failures.UnlinkedOldInode},
+	{ID: "STG-03/mutant-installs-only-missing", Claim: "STG-03", Description: "install-cni-plugins installs only plugins the node lacks", ExtraArgs: stagerMutant("installs-only-missing.yaml"), Expect: failures.OnTheSecondRun},
+	{ID: "STG-04/mutant-installs-only-missing", Claim: "STG-04", Description: "install-cni-plugins installs only plugins the node lacks: Talos' four are not rewritten, older copies stay", ExtraArgs: stagerMutant("installs-only-missing.yaml"), Expect: failures.SameNameRewritten},
+	{ID: "STG-05/mutant-nests-in-directory", Claim: "STG-05", Description: "install-cni-plugins moves the plugin into a directory at the destination", ExtraArgs: stagerMutant("nests-in-directory.yaml"), Expect: failures.DirectoryGained},
+	{ID: "STG-05/mutant-publishes-temp-directory", Claim: "STG-05", Description: "install-cni-plugins copies into a directory an earlier run left at its temporary path and publishes it as the plugin", ExtraArgs: stagerMutant("publishes-temp-directory.yaml"), Expect: failures.NothingAppears},
+	{ID: "STG-05/mutant-removes-old-copy", Claim: "STG-05", Description: "install-cni-plugins removes the node's file when it fails to write a plugin", ExtraArgs: stagerMutant("removes-old-copy.yaml"), Expect: failures.NodeCopyStays},
+	{ID: "STG-06/mutant-exits-nonzero", Claim: "STG-06", Description: "install-cni-plugins exits 1 when a plugin failed", ExtraArgs: stagerMutant("exits-nonzero.yaml"), Expect: failures.PodShowsReady},
+	{ID: "STG-06/mutant-gathers-causes", Claim: "STG-06", Description: "install-cni-plugins prints every cause next to the summary instead of as each plugin is attempted", ExtraArgs: stagerMutant("gathers-causes.yaml"), Expect: failures.CausesGathered},
+	// The spec quotes the summary's prefix with %q.
+	{ID: "STG-06/mutant-no-summary", Claim: "STG-06", Description: "install-cni-plugins prints no `failed to install:` summary", ExtraArgs: stagerMutant("no-summary.yaml"), Expect: failures.NoLineBegins + " " + strconv.Quote(stager.SummaryPrefix)},
+	{ID: "STG-07/mutant-no-payload-guard", Claim: "STG-07", Description: "install-cni-plugins does not check for /cni-plugins before staging", ExtraArgs: stagerMutant("no-payload-guard.yaml"), Expect: failures.ExactSkipLine},
+	{ID: "STG-08/mutant-leaves-temp", Claim: "STG-08", Description: "install-cni-plugins leaves its temporary file behind on failure", ExtraArgs: stagerMutant("leaves-temp.yaml"), Expect: failures.NoTemporaryFile},
+	{ID: "STG-08/mutant-strands-killed-temp", Claim: "STG-08", Description: "install-cni-plugins uses a fresh temporary name each run and never clears what a killed run left", ExtraArgs: stagerMutant("strands-killed-temp.yaml"), Expect: failures.KilledRunLeftover},
+	{ID: CtlStagingKeptOn, Claim: "STG-09", Tier: "cluster", Description: "the Multus chart keeps the stager's init container with stageCniPlugins: false", Expect: failures.NoStagerInitContainer},
+	{ID: CtlReleaseTypoResolvesFalse, Claim: "STG-10", NeedsRelease: true, Description: "the platform chart's cozystack.platform.stageCniPlugins helper resolves a typo to false instead of failing", Expect: failures.RenderStops},
+	// The assertion's message carries the platform's error: "init container install-cni-plugins exited 1".
+	{ID: CtlStagerFailsPod, Claim: "STG-11", Tier: "cluster", Description: "the stager's init container exits 1 whenever its script wrote a termination message: a plugin it cannot write keeps the Multus pod from Ready", Expect: failures.MultusPodReady},
+
+	// The datapath (CLAIMS.md VLAN-): the broken subject the platform
+	// builds instead of the guide's.
+	{ID: CtlNoSubinterface, Claim: "VLAN-01", Description: "br100 enslaves no VLAN sub-interface (uplink.100 absent)", Expect: failures.ReachesGateway},
+	{ID: CtlWrongVLAN, Claim: "VLAN-01", Description: "the node's sub-interface carries VLAN 101, the gateway VLAN 100", Expect: failures.ReachesGateway},
+	{ID: CtlUntagged, Claim: "VLAN-02", Description: "br100 enslaves the untagged uplink itself", Expect: failures.CrossesUntagged},
+	{ID: CtlMacvlanPassthru, Claim: "VLAN-03", Description: "macvlan in passthru mode: the child receives every frame, so replies to the guest MAC arrive", Expect: failures.NoReplyReachesGuest},
+	{ID: CtlHostMacvlanShim, Claim: "VLAN-04", Description: "the node's address sits on a macvlan sibling (mode bridge) of the pod's child instead of the parent: the host does reach the child", Expect: failures.NoHostARPAtChild},
+	{ID: CtlServiceOnShim, Claim: "VLAN-04", Description: "the node's address, and its TCP service, sit on a macvlan sibling (mode bridge) of the pod's child: the child connects", Expect: failures.NoConnectionToParent},
+	{ID: CtlAddrOnSubinterface, Claim: "VLAN-05", Description: "the node's address sits on the enslaved uplink.100 instead of br100", Expect: failures.ReachesGuest},
+	{ID: CtlServiceOnSub, Claim: "VLAN-05", Description: "the node's address, and its TCP service, sit on the enslaved uplink.100 instead of br100", Expect: failures.ConnectsToService},
+	{ID: CtlHostLocalIPAM, Claim: "VLAN-06", Description: "the NAD carries host-local IPAM instead of ipam: {}", Expect: failures.CarriesNoIP},
+	{ID: CtlDefaultRouteOnVLAN, Claim: "VLAN-07", Description: "cloud-init also puts a default route on the VLAN NIC", Expect: failures.DefaultRouteOnPodNIC},
+	{ID: CtlBothVLANsOneBridge, Claim: "VLAN-08", Description: "br100 enslaves both uplink.100 and uplink.200", Expect: failures.GoesUnanswered},
+	{ID: CtlProbeCannotLeave, Claim: "VLAN-08", Description: "the guest's ARP probe never leaves it (its VLAN NIC is down while it runs): silence proves nothing", Expect: failures.SeenLeaving},
+	{ID: CtlNodeHasBridge, Claim: "VLAN-09", Description: "the node lacking bridge has it after all", Expect: failures.NamesMissingPlugin},
+	{ID: CtlJumboPath, Claim: "VLAN-10", Description: "the physical VLAN carries 9000-byte frames, so the path is not smaller", Expect: failures.DroppedOnSmallerPath},
+	{ID: CtlNADInVMNamespace, Claim: "VLAN-11", Tier: "cluster", Description: "every NAD the run applies is also copied into the VM's own namespace, as a NAD replicator would: the VM there gets its VLAN NIC", Expect: failures.ReportsNADMissing},
+	{ID: CtlSpoofchkDropped, Claim: "VLAN-12", Description: "the NAD reaches the bridge plugin without macspoofchk (a renderer that drops the key): a frame from another MAC crosses the node", Expect: failures.SpoofchkDrops},
+	{ID: CtlConsumerOnTrunk, Claim: "VLAN-13", Description: "the consumer's macvlan child hangs off the trunk uplink, not uplink.100: nothing holds the sub-interface step 1 enslaves", Expect: failures.RefusesToEnslave},
+	{ID: CtlNADBridgeCorrected, Claim: "VLAN-14", Description: "the subject puts every bridge-type attachment on step 1's br100, whatever bridge its NAD names", Expect: failures.NewBridgeMade},
+	// VLAN-15 is proven on a staged directory.
+	{ID: "VLAN-15/image-without-macvlan", Claim: "VLAN-15", Native: true, Description: "the image's /cni-plugins lacks macvlan (a Dockerfile that extracts the other 13): staging cannot mend the NAD", ImagePlugins: imageWithout("macvlan"), Expect: failures.AttachesAfterStaging},
+}
+
+func stagerMutant(file string) []string {
+	return []string{"--stager-manifest=fixtures/stager/mutants/" + file}
+}
+
+var copyAllManifest = []string{"--stager-manifest=fixtures/stager/copy-all-daemonset.yaml"}
+
+// imageWith: the image carries more (a mutant could not write a plugin the
+// image does not offer).
+func imageWith(more ...string) func([]string) []string {
+	return func(carried []string) []string { return append(slices.Clone(carried), more...) }
+}
+
+func imageWithout(name string) func([]string) []string {
+	return func(carried []string) []string {
+		return slices.DeleteFunc(slices.Clone(carried), func(p string) bool { return p == name })
+	}
 }
 
 // OnTier reports whether the control's subject is built on tier.
@@ -34,10 +176,13 @@ func (c Control) TierName() string {
 	return c.Tier
 }
 
+// Controls lists every negative control, in ID order.
+func Controls() []Control { return slices.Clone(controls) }
+
 // ControlsOn lists the controls whose subject is built on tier.
 func ControlsOn(tier string) []Control {
 	var out []Control
-	for _, c := range Controls() {
+	for _, c := range controls {
 		if c.OnTier(tier) {
 			out = append(out, c)
 		}
@@ -45,34 +190,43 @@ func ControlsOn(tier string) []Control {
 	return out
 }
 
-var controls = map[string]Control{}
-
-func register(cs ...Control) {
-	for _, c := range cs {
-		controls[c.ID] = c
-	}
-}
-
-// Controls lists every negative control, sorted by ID.
-func Controls() []Control {
-	out := make([]Control, 0, len(controls))
-	for _, c := range controls {
-		out = append(out, c)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
-}
-
 // ControlIDs lists the IDs accepted by --control.
 func ControlIDs() []string {
 	var ids []string
-	for _, c := range Controls() {
+	for _, c := range controls {
 		ids = append(ids, c.ID)
 	}
 	return ids
 }
 
-func knownControl(id string) bool { _, ok := controls[id]; return ok }
+func controlByID(id string) (Control, bool) {
+	i := slices.IndexFunc(controls, func(c Control) bool { return c.ID == id })
+	if i < 0 {
+		return Control{}, false
+	}
+	return controls[i], true
+}
+
+func knownControl(id string) bool { _, ok := controlByID(id); return ok }
 
 // Is reports whether the run applies the control id.
 func (c *Config) Is(id string) bool { return c.Control == id }
+
+// StagerImagePlugins are the plugins the image the suite builds carries:
+// with --cozystack the names the release's Dockerfile extracts, else nil
+// (the 14); what the run's control makes of them where it needs another
+// image.
+func (c *Config) StagerImagePlugins() []string {
+	var carried []string
+	if s := c.Subject(); s != nil {
+		carried = s.Image.Plugins
+	}
+	ctl, ok := controlByID(c.Control)
+	if !ok || ctl.ImagePlugins == nil {
+		return carried
+	}
+	if carried == nil {
+		carried = stager.StagedPlugins
+	}
+	return ctl.ImagePlugins(carried)
+}

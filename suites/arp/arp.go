@@ -32,6 +32,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/cozystack/vlan-conformance/framework/evidence"
+	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/run"
 	"github.com/cozystack/vlan-conformance/suites/framework"
@@ -112,7 +113,7 @@ func Specs(r *run.Run) {
 			Expect(tl.write(f.Artifact("outage.md"))).To(Succeed())
 
 			Expect(entry.MAC.String()).To(Equal(rc.oldMAC.String()),
-				"right after re-creation the gateway must still hold the old MAC %s for %s (the guest now has %s)", rc.oldMAC, v.addr, rc.newMAC)
+				"right after re-creation the gateway "+failures.GatewayHoldsOldMAC+" %s for %s (the guest now has %s)", rc.oldMAC, v.addr, rc.newMAC)
 			Expect(res.Err).NotTo(HaveOccurred(), "every echo request must leave the gateway")
 			Expect(sent.To(rc.oldMAC)).NotTo(BeEmpty(), "the gateway's echo requests to %s must be seen on the trunk, addressed to the old MAC %s:\n%s", v.addr, rc.oldMAC, onTrunk.Summary(20))
 			Expect(res.Sent).To(BeNumerically(">", 0), "the gateway's echo requests must have been sent")
@@ -196,8 +197,8 @@ func Specs(r *run.Run) {
 			AddReportEntry("ARP-03 timeline", tl.Markdown())
 
 			Expect(atReady.MAC.String()).To(Equal(rc.oldMAC.String()),
-				"when the re-created VM is up the gateway must still hold the old MAC %s for %s, or the recovery that follows measures nothing (it holds %s)", rc.oldMAC, v.addr, atReady.MAC)
-			Expect(recovered).To(BeTrue(), "gateway-to-guest must recover by itself within %s of re-creation%s%s",
+				"when the re-created VM is up the gateway must still hold the old MAC %s for %s, or "+failures.RecoveryMeasuresNothing+" (it holds %s)", rc.oldMAC, v.addr, atReady.MAC)
+			Expect(recovered).To(BeTrue(), "gateway-to-guest "+failures.RecoversWithin+" %s of re-creation%s%s",
 				secs(limit), boundNote(bounded, declared), runningNote(running, runErr))
 			took := first.Reply.Sub(streamed)
 			if bounded {
@@ -248,7 +249,7 @@ func Specs(r *run.Run) {
 			Expect(tl.write(f.Artifact("timeline.md"))).To(Succeed())
 			AddReportEntry("ARP-04 timeline", tl.Markdown())
 
-			Expect(flipErr).NotTo(HaveOccurred(), "within %s of the gratuitous ARP the gateway's entry must flip to the new MAC %s; it holds %s",
+			Expect(flipErr).NotTo(HaveOccurred(), "within %s of the gratuitous ARP the gateway's entry "+failures.EntryFlipsToNewMAC+" %s; it holds %s",
 				garpLimit, rc.newMAC, describeNeighbor(last, rc.oldMAC, rc.newMAC))
 			Expect(recovered).To(BeTrue(), "gateway-to-guest must work again within %s of the gratuitous ARP", garpLimit)
 		})
@@ -278,7 +279,7 @@ func Specs(r *run.Run) {
 			Expect(writeArtifact(f.Artifact("macs.md"), "# ARP-01: MAC before and after re-creation\n\n"+report+"\n")).To(Succeed())
 			AddReportEntry("ARP-01 MACs", report)
 
-			Expect(rc.newMAC.String()).NotTo(Equal(rc.oldMAC.String()), "re-creating %s must give its VLAN NIC a fresh MAC", v.Name())
+			Expect(rc.newMAC.String()).NotTo(Equal(rc.oldMAC.String()), "re-creating %s "+failures.FreshMAC, v.Name())
 			Expect(isLocalUnicast(rc.newMAC)).To(BeTrue(), "the fresh MAC %s must be a locally administered unicast address, as generated ones are", rc.newMAC)
 
 			if kube {
@@ -352,7 +353,7 @@ func Specs(r *run.Run) {
 			AddReportEntry("ARP-05 timeline", tl.Markdown())
 
 			// The cause first: a lost MAC explains the outage that follows it.
-			Expect(rc.newMAC.String()).To(Equal(rc.oldMAC.String()), "the pinned MAC must survive re-creation")
+			Expect(rc.newMAC.String()).To(Equal(rc.oldMAC.String()), failures.PinnedMACSurvives)
 			Expect(rc.newMAC.String()).To(Equal(pinnedMAC), "the guest must carry the MAC pinned on its interface")
 			Expect(len(lost)).To(BeZero(), "no echo request sent after the re-created VM was up (+%s) may go unanswered: %d were, the first %s after it was up",
 				grace, len(lost), firstOffset(lost, rc.ready))
@@ -395,7 +396,7 @@ func Specs(r *run.Run) {
 			md.WriteString("\nThe guests' own ARP probes for the gateway:\n\n- " + strings.Join(answers, "\n- ") + "\n")
 			Expect(writeArtifact(f.Artifact("fdb.md"), md.String())).To(Succeed())
 
-			Expect(moves).To(BeNumerically(">=", 2), "a MAC collision must show as %s flapping between ports of br100 on %s:\n%s", mac, watched.Name(), describeSamples(samples, origin))
+			Expect(moves).To(BeNumerically(">=", 2), failures.CollisionFlaps+" %s flapping between ports of br100 on %s:\n%s", mac, watched.Name(), describeSamples(samples, origin))
 			Expect(ports).To(HaveLen(2), "the MAC must flap between exactly the two guests' ports")
 			AddReportEntry("ARP-06 collision", fmt.Sprintf("MAC collision on VLAN %d: %s moved %d times between %s on br100 of %s as %s and %s spoke",
 				p.Config().VLAN, mac, moves, strings.Join(ports, " and "), watched.Name(), a.Name(), b.Name()))

@@ -21,6 +21,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/cozystack/vlan-conformance/framework/evidence"
+	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/run"
 	"github.com/cozystack/vlan-conformance/framework/stager"
@@ -84,7 +85,7 @@ func nadSpecs(r *run.Run) {
 				naming = platform.MissingNADEvents(evs, spec.Namespace, "vlan100")
 				return naming, err
 			}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(2*time.Second).ShouldNot(BeEmpty(),
-				"a Warning event or a False condition on the VMI, or an event on its launcher pod, must report %s/vlan100 missing", spec.Namespace)
+				"a Warning event or a False condition on the VMI, or an event on its launcher pod, "+failures.ReportsNADMissing+" %s/vlan100 missing", spec.Namespace)
 			for _, e := range evs {
 				f.Note("%s %s %s: %s", e.Type, e.Object, e.Reason, e.Message)
 			}
@@ -140,7 +141,7 @@ func stagingOffSpecs(r *run.Run) {
 			// passthru on every start: not the staging this claim is about.
 			changed := diffFiles(only(before, referencePlugins()), only(after, referencePlugins()))
 			f.Note("%s:/opt/cni/bin across the roll-out: %d files before, %d after; reference plugins changed: %v; all changes: %v", node.Name(), len(before), len(after), changed, diffFiles(before, after))
-			Expect(slices.Contains(inits, "install-cni-plugins")).To(BeFalse(), "with staging off the pod template carries no install-cni-plugins: %v", inits)
+			Expect(slices.Contains(inits, "install-cni-plugins")).To(BeFalse(), "with staging off the pod template "+failures.NoStagerInitContainer+": %v", inits)
 			Expect(changed).To(BeEmpty(), "nothing already staged may be removed, restored or rewritten")
 		})
 	})
@@ -271,7 +272,7 @@ func stagerSpecs(r *run.Run) {
 			}
 			f.Note("pod %s Ready %v; %s terminated %v, exit code %d, termination message %q; log:\n%s",
 				run.Pod, run.Ready, stager.InitContainerName, run.Terminated, run.ExitCode, run.Message, strings.Join(run.Log, "\n"))
-			Expect(restaged).NotTo(HaveOccurred(), "the re-created Multus pod must become Ready")
+			Expect(restaged).NotTo(HaveOccurred(), failures.MultusPodReady)
 			Expect(run.Ready).To(BeTrue(), "pod %s must show Ready", run.Pod)
 			Expect(run.Terminated).To(BeTrue(), "%s must have run to its end", stager.InitContainerName)
 			Expect(run.ExitCode).To(BeZero(), "%s exits 0 on purpose", stager.InitContainerName)

@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/cozystack/vlan-conformance/framework/evidence"
+	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/probe"
 	"github.com/cozystack/vlan-conformance/framework/run"
@@ -76,7 +77,7 @@ func bridgeSpecs(r *run.Run) {
 			res, err := guestA.Ping(ctx, gw)
 			Expect(err).NotTo(HaveOccurred())
 			f.Note("guest %s (%s) -> gateway %s: %d/%d echo replies", guestA.Name(), guestA.MAC(), gw, res.Received, res.Sent)
-			Expect(res.Received).To(BeNumerically(">", 0), "guest %s must reach the gateway %s over VLAN 100", guestA.Name(), gw)
+			Expect(res.Received).To(BeNumerically(">", 0), "guest %s "+failures.ReachesGateway+" %s over VLAN 100", guestA.Name(), gw)
 		})
 
 		It("[VLAN-01] lets the gateway reach the guest, at the guest's MAC", labels.Claim("VLAN-01"), func(ctx SpecContext) {
@@ -112,7 +113,7 @@ func bridgeSpecs(r *run.Run) {
 			fromGuest := frames.From(guestA.MAC())
 			f.Note("trunk %s: %d frames from the guest MAC %s, %d tagged VLAN %d, %d untagged (trunk.pcap)", p.Trunk(guestA.Node()), len(fromGuest), guestA.MAC(), len(fromGuest.WithVLAN(vlan)), vlan, len(fromGuest.Untagged()))
 			Expect(fromGuest).NotTo(BeEmpty(), "the guest's frames must cross the trunk; saw:\n%s", frames.Summary(20))
-			Expect(fromGuest.Untagged()).To(BeEmpty(), "no frame of the guest may cross the trunk untagged:\n%s", fromGuest.Untagged().Summary(10))
+			Expect(fromGuest.Untagged()).To(BeEmpty(), "no frame of the guest "+failures.CrossesUntagged+":\n%s", fromGuest.Untagged().Summary(10))
 			Expect(fromGuest.WithVLAN(vlan)).To(HaveLen(len(fromGuest)), "every frame of the guest must carry VLAN %d:\n%s", vlan, fromGuest.Summary(10))
 		})
 
@@ -123,7 +124,7 @@ func bridgeSpecs(r *run.Run) {
 			skip.IfNotObservable(err)
 			Expect(err).NotTo(HaveOccurred())
 			f.Note("node %s (%s) -> guest: %d/%d echo replies", node.Name(), node.Address(), res.Received, res.Sent)
-			Expect(res.Received).To(BeNumerically(">", 0), "node %s (%s) must reach the guest", node.Name(), node.Address())
+			Expect(res.Received).To(BeNumerically(">", 0), "node %s (%s) "+failures.ReachesGuest, node.Name(), node.Address())
 			res, err = guestA.Ping(ctx, node.Address().Addr())
 			Expect(err).NotTo(HaveOccurred())
 			f.Note("guest -> node %s: %d/%d echo replies", node.Address().Addr(), res.Received, res.Sent)
@@ -142,7 +143,7 @@ func bridgeSpecs(r *run.Run) {
 			Expect(err).NotTo(HaveOccurred())
 			f.Note("guest %s -> TCP service %s on %s: connected %v, error %v, after %s; accepted by the service: %v",
 				guestA.Addr.Addr(), svc.Addr(), node.Name(), d.Connected, d.Err, d.Took.Round(time.Millisecond), svc.Accepted())
-			Expect(d.Connected).To(BeTrue(), "the guest must connect to the service on %s's bridge address %s: %v", node.Name(), svc.Addr(), d.Err)
+			Expect(d.Connected).To(BeTrue(), "the guest "+failures.ConnectsToService+" on %s's bridge address %s: %v", node.Name(), svc.Addr(), d.Err)
 			// The kernel completes the handshake before the service's accept
 			// returns: the connection is recorded a moment after the dial.
 			Eventually(svc.Accepted).WithTimeout(2*time.Second).WithPolling(50*time.Millisecond).Should(ContainElement(HaveField("Addr()", guestA.Addr.Addr())), "the service must have accepted the guest's own address %s", guestA.Addr.Addr())
@@ -153,7 +154,7 @@ func bridgeSpecs(r *run.Run) {
 			att := guestA.Attachment()
 			f.Note("NAD %s: CNI result IPs %v; pod interface %s IPv4 after ADD %v (%v)", att.NAD, att.CNIResultIPs, att.PodInterface, att.PodIPv4, att.Err)
 			Expect(att.Err).NotTo(HaveOccurred(), "the CNI result and the pod interface must both be read for their emptiness to mean anything")
-			Expect(att.CNIResultIPs).To(BeEmpty(), "the CNI result of NAD %s must carry no IP", att.NAD)
+			Expect(att.CNIResultIPs).To(BeEmpty(), "the CNI result of NAD %s "+failures.CarriesNoIP, att.NAD)
 			Expect(att.PodIPv4).To(BeEmpty(), "pod interface %s must have no IPv4 address after CNI ADD", att.PodInterface)
 			addrs, err := guestA.Addresses(ctx, guestA.VLANInterface())
 			Expect(err).NotTo(HaveOccurred())
@@ -180,7 +181,7 @@ func bridgeSpecs(r *run.Run) {
 			subnet := netip.MustParsePrefix(p.Config().Subnet)
 			Expect(defaults).NotTo(BeEmpty(), "the guest must keep a default route")
 			for _, d := range defaults {
-				Expect(d.Iface).NotTo(Equal(guestA.VLANInterface()), "the default route must stay on the pod NIC: %+v", d)
+				Expect(d.Iface).NotTo(Equal(guestA.VLANInterface()), failures.DefaultRouteOnPodNIC+": %+v", d)
 			}
 			Expect(onVLAN).To(HaveLen(1), "the VLAN NIC must have one route: %+v", onVLAN)
 			Expect(onVLAN[0].Dst).To(Equal(subnet))
@@ -205,8 +206,8 @@ func bridgeSpecs(r *run.Run) {
 			f.Note("guest ARP who-has %s on %s: %v; seen leaving at %s: %d requests (guest-egress.pcap); frames from the guest on VLAN %d: %d (other-vlan.pcap)",
 				other, guestA.VLANInterface(), answer, wire.Egress(p, guestA), len(asked), p.Config().OtherVLAN, len(frames.From(guestA.MAC())))
 			// An unanswered probe proves isolation only if it went out.
-			Expect(asked).NotTo(BeEmpty(), "the guest's ARP request for %s must be seen leaving at %s:\n%s", other, wire.Egress(p, guestA), leaving.Summary(20))
-			Expect(answer).To(MatchError(probe.ErrNoReply), "the guest's ARP for %s must go unanswered (and nothing else may fail)", other)
+			Expect(asked).NotTo(BeEmpty(), "the guest's ARP request for %s "+failures.SeenLeaving+" at %s:\n%s", other, wire.Egress(p, guestA), leaving.Summary(20))
+			Expect(answer).To(MatchError(probe.ErrNoReply), "the guest's ARP for %s "+failures.GoesUnanswered+" (and nothing else may fail)", other)
 			Expect(frames.From(guestA.MAC())).To(BeEmpty(), "no frame of the guest may appear on VLAN %d:\n%s", p.Config().OtherVLAN, frames.Summary(20))
 		})
 
@@ -250,7 +251,7 @@ func bridgeSpecs(r *run.Run) {
 			// The drop must happen on the path, not in the guest's own stack.
 			Expect(res.Err).NotTo(HaveOccurred(), "the %d-byte DF packet must leave the guest", jmtu)
 			Expect(res.Sent).To(BeNumerically(">", 0), "the %d-byte DF echo requests must have been sent for their loss to mean anything", jmtu)
-			Expect(res.Received).To(BeZero(), "a %d-byte DF packet must be dropped on a path smaller than the attachment's MTU", jmtu)
+			Expect(res.Received).To(BeZero(), "a %d-byte DF packet "+failures.DroppedOnSmallerPath+" than the attachment's MTU", jmtu)
 			res, err = jumbo.Ping(ctx, gw, platform.WithDontFragment(), platform.WithPayload(vlanMTU-28))
 			Expect(err).NotTo(HaveOccurred())
 			f.Note("jumbo guest, DF payload %d -> gateway: %d/%d replies", vlanMTU-28, res.Received, res.Sent)

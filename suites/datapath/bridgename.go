@@ -8,6 +8,7 @@ import (
 
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
+	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/run"
 	"github.com/cozystack/vlan-conformance/suites/framework"
@@ -57,7 +58,7 @@ func bridgeNameSpecs(r *run.Run) {
 			after, err := node.Bridges(ctx)
 			Expect(err).NotTo(HaveOccurred())
 			f.Note("bridges on %s before the VM: %v; after: %v", node.Name(), before, after)
-			Expect(after).To(HaveKey(wrongBridge), "the bridge plugin must have made a new bridge %s on %s for the NAD: %v", wrongBridge, node.Name(), after)
+			Expect(after).To(HaveKey(wrongBridge), failures.NewBridgeMade+" %s on %s for the NAD: %v", wrongBridge, node.Name(), after)
 			Expect(after[wrongBridge]).To(HaveLen(1), "%s's only port must be the pod's interface: %v", wrongBridge, after[wrongBridge])
 			Expect(after[fabric.BridgeName]).NotTo(ContainElement(after[wrongBridge][0]), "the pod's interface must not be a port of br100 too")
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
+	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/run"
 	"github.com/cozystack/vlan-conformance/suites/framework"
@@ -59,7 +60,7 @@ func consumerSpecs(r *run.Run) {
 				Expect(undo()).To(Succeed(), "returning %s to its macvlan wiring", node.Name())
 			}
 			f.Note("enslaving %s to %s on %s with pod-consumer running: %v", parent, fabric.BridgeName, node.Name(), err)
-			Expect(err).To(MatchError(syscall.EBUSY), "the kernel must refuse to enslave %s while the macvlan consumer holds it", parent)
+			Expect(err).To(MatchError(syscall.EBUSY), "the kernel "+failures.RefusesToEnslave+" %s while the macvlan consumer holds it", parent)
 			bridges, err := node.Bridges(ctx)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(bridges).NotTo(HaveKey(fabric.BridgeName), "a refused step 1 must leave no %s behind: %v", fabric.BridgeName, bridges)

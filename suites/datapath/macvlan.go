@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/run"
 	"github.com/cozystack/vlan-conformance/suites/framework"
@@ -88,7 +89,7 @@ func macvlanSpecs(r *run.Run) {
 				Expect(onParent.To(guest.MAC()).Replies()).NotTo(BeEmpty(),
 					"replies addressed to the guest MAC %s must reach the parent:\n%s", guest.MAC(), onParent.Summary(20))
 				By("and none reaches the guest")
-				Expect(inGuest.To(guest.MAC()).Replies()).To(BeEmpty(), "no reply may reach the guest:\n%s", inGuest.Summary(20))
+				Expect(inGuest.To(guest.MAC()).Replies()).To(BeEmpty(), failures.NoReplyReachesGuest+":\n%s", inGuest.Summary(20))
 				Expect(res.Sent).To(BeNumerically(">", 0), "the guest's echo requests must have been sent")
 				Expect(res.Received).To(BeZero(), "the guest must get no echo reply from %s", gw)
 
@@ -142,7 +143,7 @@ func macvlanSpecs(r *run.Run) {
 					node.Name(), node.Address(), childAddr, res.Received, res.Sent, res.Err, node.ParentPoint(), len(fromHost), len(reached))
 				Expect(res.Err).NotTo(HaveOccurred(), "every echo request must leave the node")
 				Expect(fromHost).NotTo(BeEmpty(), "the host's ARP requests for %s must be seen leaving %s", childAddr, node.ParentPoint())
-				Expect(reached).To(BeEmpty(), "no ARP frame of the host (%s) may reach the macvlan child:\n%s", hostAddr, reached.Summary(10))
+				Expect(reached).To(BeEmpty(), failures.NoHostARPAtChild+" (%s) may reach the macvlan child:\n%s", hostAddr, reached.Summary(10))
 				Expect(res.Sent).To(BeNumerically(">", 0), "the node's echo requests must have been sent")
 				Expect(res.Received).To(BeZero(), "node %s (%s) must not reach the macvlan child %s", node.Name(), node.Address(), childAddr)
 
@@ -176,7 +177,7 @@ func macvlanSpecs(r *run.Run) {
 				f.Note("child %s -> TCP service %s on %s: connected %v, error %v, after %s; the child's ARP requests for %s: %d; its SYNs: %d; accepted by the service: %v (child.pcap)",
 					child.Addr.Addr(), svc.Addr(), node.Name(), d.Connected, d.Err, d.Took.Round(time.Millisecond), hostAddr, len(asked), len(syns), svc.Accepted())
 				Expect(len(asked)+len(syns)).To(BeNumerically(">", 0), "the child's attempt must be seen leaving it (ARP requests for %s, or a SYN):\n%s", hostAddr, atChild.Summary(20))
-				Expect(d.Connected).To(BeFalse(), "the macvlan child must not open a connection to the service on the parent's address %s", svc.Addr())
+				Expect(d.Connected).To(BeFalse(), "the macvlan child "+failures.NoConnectionToParent+" to the service on the parent's address %s", svc.Addr())
 				Expect(svc.Accepted()).To(BeEmpty(), "the service on the parent's address must accept nothing from the child")
 			})
 		})

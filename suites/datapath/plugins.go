@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/run"
 	"github.com/cozystack/vlan-conformance/suites/framework"
@@ -30,7 +31,7 @@ func pluginSpecs(r *run.Run) {
 			_, err = f.StartVM(ctx, platform.VMSpec{Name: "vm-noplugin", Node: node, Networks: []string{"vlan100"}})
 			f.Note("node %s without bridge in %s; attachment error: %v", node.Name(), node.CNIBinDir(), err)
 			want := fmt.Sprintf("failed to find plugin %q in path [%s]", "bridge", node.CNIBinDir())
-			Expect(err).To(MatchError(ContainSubstring(want)), "the attachment on %s must fail naming the missing plugin", node.Name())
+			Expect(err).To(MatchError(ContainSubstring(want)), "the attachment on %s "+failures.NamesMissingPlugin, node.Name())
 		})
 	})
 }

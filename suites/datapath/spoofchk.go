@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/run"
 	"github.com/cozystack/vlan-conformance/suites/framework"
@@ -69,7 +70,7 @@ func spoofCheckSpecs(r *run.Run) {
 			Expect(err).NotTo(HaveOccurred(), "sending from %s in the guest", spoofedMAC)
 			f.Note("ARP requests for %s from %s: %d seen leaving the guest (guest-spoofed.pcap), %d on the trunk (trunk-spoofed.pcap)", gw, spoofedMAC, len(sent.From(spoofedMAC)), len(crossed.From(spoofedMAC)))
 			Expect(sent.From(spoofedMAC)).To(HaveLen(sends), "each frame from %s must be seen leaving the guest:\n%s", spoofedMAC, sent.Summary(20))
-			Expect(crossed.From(spoofedMAC)).To(BeEmpty(), "macspoofchk must drop every frame from %s at the node:\n%s", spoofedMAC, crossed.Summary(20))
+			Expect(crossed.From(spoofedMAC)).To(BeEmpty(), failures.SpoofchkDrops+" from %s at the node:\n%s", spoofedMAC, crossed.Summary(20))
 		})
 	})
 }

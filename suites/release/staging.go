@@ -20,6 +20,7 @@ import (
 
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
+	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/run"
 	"github.com/cozystack/vlan-conformance/framework/stager"
 	"github.com/cozystack/vlan-conformance/suites/labels"
@@ -91,7 +92,7 @@ func Specs(r *run.Run) {
 				s := cozystack.StagingValue(typo)
 				p, err := rel.RenderPlatform(config.DefaultVariant, s, nil)
 				note("STG-10", "platform with stageCniPlugins %s: error %v", s, err)
-				Expect(err).To(HaveOccurred(), "the platform render must stop on stageCniPlugins %s, not resolve it (it gave %v)", s, multusValues(p))
+				Expect(err).To(HaveOccurred(), failures.RenderStops+" stageCniPlugins %s, not resolve it (it gave %v)", s, multusValues(p))
 				Expect(stoppedByTemplate(err, typo)).To(BeTrue(), "the platform render must stop with the chart's own message naming %q, got: %v", typo, err)
 				Expect(p.Render.Objects).To(BeEmpty(), "a stopped platform render produces nothing")
 

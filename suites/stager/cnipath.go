@@ -11,6 +11,7 @@ import (
 
 	"github.com/cozystack/vlan-conformance/framework/cni"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
+	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/nsexec"
 	"github.com/cozystack/vlan-conformance/framework/run"
 	"github.com/cozystack/vlan-conformance/framework/stager"
@@ -84,7 +85,7 @@ func cniPathSpecs(r *run.Run) {
 				kind = net1.Type()
 			}
 			r.Artifacts().Note("VLAN-15", "CNI ADD of NAD %s after staging: %v; the pod's net1: %s", macvlanFixture, after, kind)
-			Expect(after).NotTo(HaveOccurred(), "after staging the same NAD must attach on %s", node.Dir)
+			Expect(after).NotTo(HaveOccurred(), failures.AttachesAfterStaging+" on %s", node.Dir)
 			Expect(kind).To(Equal("macvlan"), "the pod's net1 must be a macvlan child of %s", macvlanMaster)
 		})
 	})

@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/run"
 	"github.com/cozystack/vlan-conformance/framework/stager"
 	"github.com/cozystack/vlan-conformance/suites/labels"
@@ -72,7 +73,7 @@ func executingSpecs(r *run.Run) {
 			Expect(runningAfter).To(BeTrue(), "the old bridge stopped during staging")
 			Expect(exeHashErr).NotTo(HaveOccurred())
 			Expect(exeHash).To(Equal(lab.OlderHash("bridge")), "the process no longer runs the %s bridge it was started from (exe: %s)", lab.OlderVersion(), exeLink)
-			Expect(exeLink).To(HaveSuffix("(deleted)"), "the process's binary should be the unlinked old inode")
+			Expect(exeLink).To(HaveSuffix("(deleted)"), "the process's binary should be "+failures.UnlinkedOldInode)
 			Expect(delErr).NotTo(HaveOccurred())
 			Expect(delExit).To(Equal(0), "the interrupted-looking DEL must still succeed; it printed: %s", delOutput)
 		})

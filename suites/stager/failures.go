@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/run"
 	"github.com/cozystack/vlan-conformance/framework/stager"
 	"github.com/cozystack/vlan-conformance/suites/labels"
@@ -75,11 +76,11 @@ func failureSpecs(r *run.Run) {
 					for _, p := range failed {
 						c := res.Change(p)
 						if c.Before == nil {
-							Expect(c.Verdict).To(Equal(stager.Absent), "%s: nothing must appear where there was none\n%s", p, describeRun(res))
+							Expect(c.Verdict).To(Equal(stager.Absent), "%s: "+failures.NothingAppears+"\n%s", p, describeRun(res))
 						} else {
 							// A directory at the destination stays as it was: it gains no entries (the
 							// plugin moved into it is not "left as it was", and is no plugin either).
-							Expect(c.Verdict).To(Equal(stager.Untouched), "%s: the node's %s must stay as it was%s\n%s", p, c.Before.Describe(), gained(c), describeRun(res))
+							Expect(c.Verdict).To(Equal(stager.Untouched), "%s: the node's %s "+failures.NodeCopyStays+"%s\n%s", p, c.Before.Describe(), gained(c), describeRun(res))
 						}
 					}
 				})
@@ -88,9 +89,9 @@ func failureSpecs(r *run.Run) {
 				It("[STG-06] logs each cause as it is attempted, then a summary `failed to install:` naming every failed plugin, and exits 0", labels.Claim("STG-06"), func() {
 					lab, res := s.lab, s.res
 					failed := notInstalled(lab, res)
-					Expect(res.ExitCode).To(Equal(0), "the pod must show Ready\n%s", describeRun(res))
+					Expect(res.ExitCode).To(Equal(0), failures.PodShowsReady+"\n%s", describeRun(res))
 					line, at, ok := summary(res)
-					Expect(ok).To(BeTrue(), "no line begins %q\n%s", summaryPrefix, describeRun(res))
+					Expect(ok).To(BeTrue(), failures.NoLineBegins+" %q\n%s", summaryPrefix, describeRun(res))
 					Expect(names(line)).To(ConsistOf(failed), "the summary must name every failed plugin and only those: %q", line)
 
 					lines := res.LogLines()[:at]
@@ -111,7 +112,7 @@ func failureSpecs(r *run.Run) {
 						last := later[len(later)-1]
 						f, _ := res.After.Get(last)
 						Expect(res.LogTimes[firstCause]).To(BeTemporally("<", f.CTime),
-							"the cause for %s was logged after %s, attempted later, was written: gathered at the end rather than printed as attempted\n%s", failed[0], last, res.Log)
+							"the cause for %s was logged after %s, attempted later, was written: gathered at the end "+failures.CausesGathered+"\n%s", failed[0], last, res.Log)
 					}
 				})
 
@@ -147,7 +148,7 @@ func gained(c stager.Change) string {
 	if len(out) == 0 {
 		return ""
 	}
-	return "; the directory gained " + strings.Join(out, ", ")
+	return "; " + failures.DirectoryGained + " " + strings.Join(out, ", ")
 }
 
 // installedAfter lists the plugins staging attempts after plugin that

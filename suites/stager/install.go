@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/run"
 	"github.com/cozystack/vlan-conformance/framework/stager"
 	"github.com/cozystack/vlan-conformance/suites/labels"
@@ -88,7 +89,7 @@ func installSpecs(r *run.Run) {
 		It("[STG-03] replaces every staged plugin again on the next run, although the bytes are the same", labels.Claim("STG-03"), func() {
 			for _, p := range stager.StagedPlugins {
 				c := second.Change(p)
-				Expect(c.Verdict).To(Equal(stager.Replaced), "%s on the second run\n%s", p, describeRun(second))
+				Expect(c.Verdict).To(Equal(stager.Replaced), "%s "+failures.OnTheSecondRun+"\n%s", p, describeRun(second))
 				Expect(c.After.Hash).To(Equal(lab.ImageHash(p)))
 			}
 		})
@@ -110,8 +111,8 @@ func installSpecs(r *run.Run) {
 
 		// "No temporary file is left in /opt/cni/bin after a run" (CLAIMS.md)
 		It("[STG-08] leaves no temporary file behind", labels.Claim("STG-08"), func() {
-			Expect(leftovers(lab, first)).To(BeEmpty(), "no temporary file may be left in /opt/cni/bin after the first run")
-			Expect(leftovers(lab, second)).To(BeEmpty(), "no temporary file may be left in /opt/cni/bin after the second run")
+			Expect(leftovers(lab, first)).To(BeEmpty(), failures.NoTemporaryFile+" after the first run")
+			Expect(leftovers(lab, second)).To(BeEmpty(), failures.NoTemporaryFile+" after the second run")
 		})
 	})
 }

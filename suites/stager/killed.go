@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/run"
 	"github.com/cozystack/vlan-conformance/framework/stager"
 	"github.com/cozystack/vlan-conformance/suites/labels"
@@ -81,9 +82,9 @@ func killedSpecs(r *run.Run) {
 					By("the killed run left: " + orNone(stranded))
 					for _, n := range stranded {
 						_, still := res.After.Get(n)
-						Expect(still).To(BeFalse(), "%s, left by the killed run, is still in /opt/cni/bin after the next run\nkilled run:\n%s\nnext run:\n%s", n, describeRun(killed), describeRun(res))
+						Expect(still).To(BeFalse(), "%s, "+failures.KilledRunLeftover+" after the next run\nkilled run:\n%s\nnext run:\n%s", n, describeRun(killed), describeRun(res))
 					}
-					Expect(leftovers(lab, res)).To(BeEmpty(), "no temporary file may be left in /opt/cni/bin\n%s", describeRun(res))
+					Expect(leftovers(lab, res)).To(BeEmpty(), failures.NoTemporaryFile+"\n%s", describeRun(res))
 				})
 			})
 		}
@@ -142,9 +143,9 @@ func unclearableSpecs(r *run.Run) {
 					installed := wrote(res, want.plugin) && c.After.Kind == "file" && c.After.Hash == lab.ImageHash(want.plugin) && c.After.Perm == fs.FileMode(0o755)
 					if !installed {
 						if c.Before == nil {
-							Expect(c.Verdict).To(Equal(stager.Absent), "%s: nothing must appear where there was none, yet it is now a %s (%s)\n%s", want.plugin, describeFile(c.After), fault, describeRun(res))
+							Expect(c.Verdict).To(Equal(stager.Absent), "%s: "+failures.NothingAppears+", yet it is now a %s (%s)\n%s", want.plugin, describeFile(c.After), fault, describeRun(res))
 						} else {
-							Expect(c.Verdict).To(Equal(stager.Untouched), "%s: the node's %s must stay as it was; now: %s\n%s", want.plugin, c.Before.Describe(), describeFile(c.After), describeRun(res))
+							Expect(c.Verdict).To(Equal(stager.Untouched), "%s: the node's %s "+failures.NodeCopyStays+"; now: %s\n%s", want.plugin, c.Before.Describe(), describeFile(c.After), describeRun(res))
 						}
 					}
 					var others []string
@@ -163,7 +164,7 @@ func unclearableSpecs(r *run.Run) {
 				// "The reason for each is earlier in the same log, printed as that plugin was attempted [...]
 				// The container reports these and exits successfully on purpose"
 				It("[STG-06] reports the plugin it refused: its cause, then `failed to install:` naming it; exits 0", labels.Claim("STG-06"), func() {
-					Expect(res.ExitCode).To(Equal(0), "the pod must show Ready\n%s", describeRun(res))
+					Expect(res.ExitCode).To(Equal(0), failures.PodShowsReady+"\n%s", describeRun(res))
 					if wrote(res, want.plugin) {
 						Skip(want.plugin + " was written through another path: no failure to report")
 					}
@@ -174,7 +175,7 @@ func unclearableSpecs(r *run.Run) {
 						}
 					}
 					line, at, ok := summary(res)
-					Expect(ok).To(BeTrue(), "no line begins %q\n%s", summaryPrefix, describeRun(res))
+					Expect(ok).To(BeTrue(), failures.NoLineBegins+" %q\n%s", summaryPrefix, describeRun(res))
 					Expect(names(line)).To(ConsistOf(failed), "the summary must name every failed plugin and only those: %q", line)
 					Expect(causeLine(res.LogLines()[:at], 0, want.plugin, cause)).To(BeNumerically(">=", 0),
 						"no line before the summary names %s with its cause (%s)\n%s", want.plugin, cause, res.Log)

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/run"
 	"github.com/cozystack/vlan-conformance/framework/stager"
 	"github.com/cozystack/vlan-conformance/suites/labels"
@@ -77,7 +78,7 @@ func layoutSpecs(r *run.Run) {
 						}
 					}
 					Expect(added).To(HaveLen(want.added), "the layout's missing plugins must be added; added: %v\n%s", added, describeRun(res))
-					Expect(rewritten).To(HaveLen(want.rewritten), "the layout's same-name plugins must be rewritten, whatever their version; rewritten: %v\n%s", rewritten, describeRun(res))
+					Expect(rewritten).To(HaveLen(want.rewritten), "the layout's "+failures.SameNameRewritten+", whatever their version; rewritten: %v\n%s", rewritten, describeRun(res))
 					for _, n := range want.untouched {
 						Expect(res.Change(n).Verdict).To(Equal(stager.Untouched), "%s\n%s", n, describeRun(res))
 					}
@@ -96,7 +97,7 @@ func layoutSpecs(r *run.Run) {
 						Expect(f.Hash).To(Equal(lab.ImageHash(p)), "%s: %s", p, f.Describe())
 						Expect(f.Perm).To(Equal(fs.FileMode(0o755)), "%s has mode %04o", p, uint32(f.Perm))
 					}
-					Expect(extras(lab, res)).To(BeEmpty(), "nothing but the 14 may be new\n%s", describeRun(res))
+					Expect(extras(lab, res)).To(BeEmpty(), failures.NothingButTheFourteen+"\n%s", describeRun(res))
 					Expect(written(res)).To(ConsistOf(stager.StagedPlugins), "\n%s", describeRun(res))
 				})
 
@@ -112,7 +113,7 @@ func layoutSpecs(r *run.Run) {
 
 				// "No temporary file is left in /opt/cni/bin after a run" (CLAIMS.md)
 				It("[STG-08] leaves no temporary file behind", labels.Claim("STG-08"), func() {
-					Expect(leftovers(lab, res)).To(BeEmpty(), "no temporary file may be left in /opt/cni/bin")
+					Expect(leftovers(lab, res)).To(BeEmpty(), failures.NoTemporaryFile)
 				})
 			})
 		}

@@ -1,6 +1,7 @@
 package stager
 
 import (
+	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/run"
 	"github.com/cozystack/vlan-conformance/framework/stager"
 	"github.com/cozystack/vlan-conformance/suites/labels"
@@ -16,7 +17,7 @@ func noPluginsDirSpecs(r *run.Run) {
 
 		// "The line no /cni-plugins in this image; skipping staging means the running multus image predates the plugin staging and installed nothing"
 		It("[STG-07] logs `no /cni-plugins in this image; skipping staging`, changes nothing and exits 0", labels.Claim("STG-07"), func() {
-			Expect(s.res.LogLines()).To(ContainElement(skipLine), "the exact skip line\n%s", s.res.Log)
+			Expect(s.res.LogLines()).To(ContainElement(skipLine), failures.ExactSkipLine+"\n%s", s.res.Log)
 			Expect(s.res.ExitCode).To(Equal(0))
 			for _, c := range s.res.Changes {
 				Expect(c.Verdict).To(Equal(stager.Untouched), "%s must not change\n%s", c.Name, describeRun(s.res))

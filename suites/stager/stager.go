@@ -19,6 +19,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	stagerfixtures "github.com/cozystack/vlan-conformance/fixtures/stager"
+	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/run"
 	"github.com/cozystack/vlan-conformance/framework/stager"
 	"github.com/cozystack/vlan-conformance/suites/labels"
@@ -119,7 +120,7 @@ func stageInBeforeAll(r *run.Run, node string, sc stager.Scenario, claim, title 
 func itLeavesNoTemporaryFile(s *stagedRun) {
 	// "No temporary file is left in /opt/cni/bin after a run, failed or not" (CLAIMS.md)
 	It("[STG-08] leaves no temporary file behind", labels.Claim("STG-08"), func() {
-		Expect(leftovers(s.lab, s.res)).To(BeEmpty(), "no temporary file may be left in /opt/cni/bin\n%s", describeRun(s.res))
+		Expect(leftovers(s.lab, s.res)).To(BeEmpty(), failures.NoTemporaryFile+"\n%s", describeRun(s.res))
 	})
 }
 
@@ -205,7 +206,7 @@ func notInstalled(lab *stager.Lab, res stager.Result) []string {
 // (CLAIMS.md STG-02: "A failure names the half at fault").
 func atFault(lab *stager.Lab, name string) string {
 	if lab.Image.Offers(name) {
-		return fmt.Sprintf("the image carried %s at /cni-plugins/%s (%s) and the script installed it", name, name, lab.Image)
+		return fmt.Sprintf(failures.ImageCarried+" %s at /cni-plugins/%s (%s) and the script installed it", name, name, lab.Image)
 	}
 	return fmt.Sprintf("the script wrote %s, which the image did not offer (its /cni-plugins: %s)", name, lab.Image.Listing())
 }

@@ -1,0 +1,276 @@
+package config
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cozystack/vlan-conformance/framework/cozystack"
+	"github.com/cozystack/vlan-conformance/framework/stager"
+)
+
+const failuresImport = "github.com/cozystack/vlan-conformance/framework/failures"
+
+// The registry is one list, in the order `conformance controls` prints it:
+// by ID, each ID once.
+func TestControlsAreInIDOrderEachOnce(t *testing.T) {
+	for i := 1; i < len(controls); i++ {
+		if controls[i-1].ID >= controls[i].ID {
+			t.Errorf("control %s comes after %s: the list is in ID order, each ID once", controls[i].ID, controls[i-1].ID)
+		}
+	}
+}
+
+// A control's expected failure is a framework/failures value that a spec
+// of its claim builds its assertion message from (in the spec's package:
+// a helper there may word part of the message), so rewording the message
+// rewords what the control expects. Read from the source: controls.go's
+// list, framework/failures and suites/.
+func TestEveryControlExpectsAFailureItsSpecReports(t *testing.T) {
+	values := failureValues(t)
+	for name, v := range values {
+		if v == "" || strings.Contains(v, "%") {
+			t.Errorf("failures.%s = %q: a failure is plain text, found as it is in the message", name, v)
+		}
+	}
+
+	declared := declaredControls(t)
+	if len(declared) != len(controls) {
+		t.Fatalf("controls.go declares %d controls, the registry holds %d", len(declared), len(controls))
+	}
+	specs := specPackages(t)
+	expected := map[string]bool{}
+	for i, d := range declared {
+		c := controls[i]
+		if d.claim != c.Claim {
+			t.Fatalf("controls.go's control %d reads as claim %s, the registry has %s: the test misreads the list", i, d.claim, c.Claim)
+		}
+		if len(d.failures) != 1 {
+			t.Errorf("control %s: Expect must name one framework/failures value, it names %v", c.ID, d.failures)
+			continue
+		}
+		name := d.failures[0]
+		expected[name] = true
+		v, ok := values[name]
+		switch {
+		case !ok:
+			t.Errorf("control %s: failures.%s is not a constant of framework/failures", c.ID, name)
+			continue
+		case !strings.Contains(c.Expect, v):
+			t.Errorf("control %s: Expect %q does not contain failures.%s (%q)", c.ID, c.Expect, name, v)
+		}
+		var claimed []string
+		used := false
+		for dir, p := range specs {
+			if p.claims[c.Claim] {
+				claimed = append(claimed, dir)
+				used = used || p.failures[name]
+			}
+		}
+		slices.Sort(claimed)
+		switch {
+		case len(claimed) == 0:
+			t.Errorf("control %s: no spec under suites/ carries labels.Claim(%q)", c.ID, c.Claim)
+		case !used:
+			t.Errorf("control %s expects failures.%s, which no spec package of %s (%s) uses: build the assertion's message from it",
+				c.ID, name, c.Claim, strings.Join(claimed, ", "))
+		}
+	}
+	for name := range values {
+		if !expected[name] {
+			t.Errorf("failures.%s: no control expects it (a message no control checks stays a literal in its spec)", name)
+		}
+	}
+}
+
+// failureValues are framework/failures' string constants by name.
+func failureValues(t *testing.T) map[string]string {
+	t.Helper()
+	files, err := filepath.Glob("../failures/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.CONST {
+				continue
+			}
+			for _, s := range g.Specs {
+				vs := s.(*ast.ValueSpec)
+				for i, n := range vs.Names {
+					lit, ok := valueAt(vs, i).(*ast.BasicLit)
+					if !ok || lit.Kind != token.STRING {
+						t.Errorf("failures.%s: want a string literal", n.Name)
+						continue
+					}
+					out[n.Name], _ = strconv.Unquote(lit.Value)
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("framework/failures declares no constant")
+	}
+	return out
+}
+
+func valueAt(vs *ast.ValueSpec, i int) ast.Expr {
+	if i < len(vs.Values) {
+		return vs.Values[i]
+	}
+	return nil
+}
+
+type declaredControl struct {
+	claim    string
+	failures []string // the failures.X its Expect names
+}
+
+// declaredControls reads the controls list of controls.go, in order.
+func declaredControls(t *testing.T) []declaredControl {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), "controls.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list *ast.CompositeLit
+	ast.Inspect(f, func(n ast.Node) bool {
+		if vs, ok := n.(*ast.ValueSpec); ok && len(vs.Names) == 1 && vs.Names[0].Name == "controls" && len(vs.Values) == 1 {
+			list, _ = vs.Values[0].(*ast.CompositeLit)
+		}
+		return list == nil
+	})
+	if list == nil {
+		t.Fatal("controls.go: no `var controls = []Control{...}`")
+	}
+	var out []declaredControl
+	for _, e := range list.Elts {
+		lit, ok := e.(*ast.CompositeLit)
+		if !ok {
+			t.Fatalf("controls.go: %T in the list, want a Control literal", e)
+		}
+		var d declaredControl
+		for _, el := range lit.Elts {
+			kv, ok := el.(*ast.KeyValueExpr)
+			if !ok {
+				continue
+			}
+			switch kv.Key.(*ast.Ident).Name {
+			case "Claim":
+				if b, ok := kv.Value.(*ast.BasicLit); ok {
+					d.claim, _ = strconv.Unquote(b.Value)
+				}
+			case "Expect":
+				ast.Inspect(kv.Value, func(n ast.Node) bool {
+					if sel, ok := n.(*ast.SelectorExpr); ok {
+						if x, ok := sel.X.(*ast.Ident); ok && x.Name == "failures" {
+							d.failures = append(d.failures, sel.Sel.Name)
+						}
+					}
+					return true
+				})
+			}
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+type specPackage struct {
+	claims   map[string]bool // labels.Claim("ID") of its specs
+	failures map[string]bool // the failures.X it uses
+}
+
+// specPackages reads suites/ by package directory.
+func specPackages(t *testing.T) map[string]*specPackage {
+	t.Helper()
+	out := map[string]*specPackage{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir("../../suites", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		dir, _ := filepath.Rel("../..", filepath.Dir(path))
+		p := out[dir]
+		if p == nil {
+			p = &specPackage{claims: map[string]bool{}, failures: map[string]bool{}}
+			out[dir] = p
+		}
+		imported := slices.ContainsFunc(f.Imports, func(s *ast.ImportSpec) bool {
+			return s.Path.Value == strconv.Quote(failuresImport) && s.Name == nil
+		})
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.CallExpr:
+				if sel, ok := n.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Claim" && len(n.Args) == 1 {
+					if x, ok := sel.X.(*ast.Ident); ok && x.Name == "labels" {
+						if b, ok := n.Args[0].(*ast.BasicLit); ok {
+							id, _ := strconv.Unquote(b.Value)
+							p.claims[id] = true
+						}
+					}
+				}
+			case *ast.SelectorExpr:
+				if x, ok := n.X.(*ast.Ident); ok && x.Name == "failures" && imported {
+					p.failures[n.Sel.Name] = true
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A control that needs another stager image says which in its value: more
+// plugins than the image carries, or fewer; the others leave it as it is.
+func TestControlImagePlugins(t *testing.T) {
+	fourteen := stager.StagedPlugins
+	release := append(slices.Clone(fourteen), "dhcp", "loopback") // a release's Dockerfile extracting more
+	for _, tc := range []struct {
+		control       string
+		carried, want []string
+	}{
+		{"", nil, nil},
+		{CtlNoSubinterface, release, release},
+		{"VLAN-15/image-without-macvlan", nil, slices.DeleteFunc(slices.Clone(fourteen), func(p string) bool { return p == "macvlan" })},
+		{"VLAN-15/image-without-macvlan", release, slices.DeleteFunc(slices.Clone(release), func(p string) bool { return p == "macvlan" })},
+		{"STG-02/copy-all-image-with-loopback", nil, append(slices.Clone(fourteen), "loopback")},
+		{"STG-02/copy-all-release-image", nil, append(slices.Clone(fourteen), stager.LeftAlone...)},
+		{"STG-02/mutant-writes-loopback", release, append(slices.Clone(release), stager.LeftAlone...)},
+		{"STG-01/mutant-writes-loopback", nil, append(slices.Clone(fourteen), stager.LeftAlone...)},
+	} {
+		c := &Config{Control: tc.control}
+		if tc.carried != nil {
+			c.subject = &Subject{Image: &cozystack.MultusImage{Plugins: slices.Clone(tc.carried)}}
+		}
+		if got := c.StagerImagePlugins(); !slices.Equal(got, tc.want) || (got == nil) != (tc.want == nil) {
+			t.Errorf("--control=%q, image carrying %v: got %v, want %v", tc.control, tc.carried, got, tc.want)
+		}
+	}
+	if !slices.Equal(stager.StagedPlugins, fourteen) || len(fourteen) != 14 {
+		t.Errorf("a control's image changed stager.StagedPlugins: %v", stager.StagedPlugins)
+	}
+}
