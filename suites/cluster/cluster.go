@@ -109,6 +109,7 @@ func nadSpecs(r *run.Run) {
 func stagingOffSpecs(r *run.Run) {
 	Describe("Multus with stageCniPlugins: false", labels.Cluster, Ordered, func() {
 		f := framework.New(r, "staging-off")
+		BeforeAll(framework.Disrupts) // it rolls Multus out twice
 		// "If the init container is absent from the Multus pod altogether, staging
 		// is off ... nothing in this package removes or restores a plugin."
 		It("[STG-09] renders no install-cni-plugins init container and leaves the node's /opt/cni/bin as it was", labels.Claim("STG-09"), func(ctx SpecContext) {
@@ -196,6 +197,7 @@ var (
 func stagerSpecs(r *run.Run) {
 	Describe("The stager in the Multus DaemonSet, on the nodes", labels.Cluster, Ordered, ContinueOnFailure, func() {
 		f := framework.New(r, "stager")
+		BeforeAll(framework.Disrupts) // its specs restart Multus on the nodes
 		var (
 			p       platform.Platform
 			s       platform.CNIStaging

@@ -38,6 +38,7 @@ func consumerSpecs(r *run.Run) {
 		f := framework.New(r, "consumer")
 
 		It("[VLAN-13] is refused while a macvlan consumer holds uplink.100, and works once the consumer is gone", labels.Claim("VLAN-13"), func(ctx SpecContext) {
+			framework.Disrupts() // it re-cables the macvlan node
 			p, err := f.Platform(ctx)
 			Expect(err).NotTo(HaveOccurred(), "building the platform")
 			node := p.MacvlanNode()

@@ -311,7 +311,7 @@ func holdSlot(ctx context.Context, p platform.Platform) (release func(), err err
 }
 
 // holdBackgroundSlot waits for one of the background's slots, then for a
-// boot slot.
+// boot slot, then for no container to be disrupting (Disrupts).
 func holdBackgroundSlot(ctx context.Context, p platform.Platform) (release func(), err error) {
 	bootSlots(p)
 	select {
@@ -324,7 +324,23 @@ func holdBackgroundSlot(ctx context.Context, p platform.Platform) (release func(
 		<-behindSlots
 		return nil, err
 	}
-	return func() { r(); <-behindSlots }, nil
+	steady.RLock()
+	return func() { steady.RUnlock(); r(); <-behindSlots }, nil
+}
+
+// steady is held, shared, by every boot in the background, and alone by a
+// container that disturbs what a VM's start needs (Disrupts): background
+// boots run beside whatever container comes first, and a VM whose pod is
+// set up while Multus rolls out gets no network ("pod link is missing").
+var steady sync.RWMutex
+
+// Disrupts is called first in a container (its BeforeAll) or a spec that
+// disturbs what a VM's start needs: it rolls Multus out, takes a plugin
+// off a node or re-cables one. It waits for the background's boots under
+// way and holds new ones back until the container (or spec) ends.
+func Disrupts() {
+	steady.Lock()
+	DeferCleanup(steady.Unlock)
 }
 
 // Delete deletes the VM before the spec ends (VLAN-13's consumer): the
