@@ -34,6 +34,19 @@ func (w *Workloads) create(ctx context.Context, spec platform.VMSpec) error {
 	if err := w.owner.EnsureNamespace(ctx, w.kube, spec.Namespace); err != nil {
 		return err
 	}
+	// A VM of that name a killed run left on a kept cluster would be
+	// adopted by the apply below, its VMI up already on that run's cabling
+	// (a lane after an interrupted one had vm-jumbo "Ready" in 0.2 s, its
+	// pod's veth in no bridge): it goes first.
+	name := InstanceName(spec.Name)
+	if _, err := w.kube.KubeVirt.KubevirtV1().VirtualMachines(spec.Namespace).Get(ctx, name, metav1.GetOptions{}); err == nil {
+		fmt.Fprintf(os.Stderr, "workloads: VM %s/%s was left by an earlier run: deleting it before creating it afresh\n", spec.Namespace, name)
+		if err := w.deleteVM(ctx, spec.Namespace, spec.Name); err != nil {
+			return fmt.Errorf("deleting VM %s/%s an earlier run left: %w", spec.Namespace, name, err)
+		}
+	} else if !apierrors.IsNotFound(err) {
+		return err
+	}
 	nodeName := ""
 	if spec.Node != nil {
 		nodeName = spec.Node.Name()
