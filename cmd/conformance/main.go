@@ -138,9 +138,17 @@ func (d *driver) parse() error {
 	}
 	driverFlags := map[string]bool{"lab-vm": true, "suite-binary": true, "cache-dir": true, "part": true, "runs": true}
 	fs.Visit(func(f *flag.Flag) {
-		if !driverFlags[f.Name] {
-			d.suiteArgs = append(d.suiteArgs, "--"+f.Name+"="+f.Value.String())
+		if driverFlags[f.Name] {
+			return
 		}
+		// A repeatable flag is passed on as given: once per value.
+		if r, ok := f.Value.(interface{ Values() []string }); ok {
+			for _, v := range r.Values() {
+				d.suiteArgs = append(d.suiteArgs, "--"+f.Name+"="+v)
+			}
+			return
+		}
+		d.suiteArgs = append(d.suiteArgs, "--"+f.Name+"="+f.Value.String())
 	})
 	var errs []error
 	switch d.labVM {

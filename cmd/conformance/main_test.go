@@ -58,3 +58,12 @@ func TestBadInputExitsTwoAndCreatesNothing(t *testing.T) {
 		t.Fatalf("bad input created namespaces: %v", after)
 	}
 }
+
+// A repeatable flag reaches the suite binary once per value, as given.
+func TestRepeatedFlagsReachTheSuite(t *testing.T) {
+	d := &driver{sub: "run", rawArgs: []string{"--image-archive=/a.tar", "--image-archive=/b,c.tar"}}
+	_ = d.parse() // no --cozystack: bad input, but the arguments are parsed first
+	if got := strings.Join(d.suiteArgs, " "); got != "--image-archive=/a.tar --image-archive=/b,c.tar" {
+		t.Fatalf("the suite's arguments: %q", got)
+	}
+}

@@ -31,14 +31,15 @@ func describeRelease(cfg *config.Config, env *report.Environment) {
 	if !s.Stages() {
 		env.StagerSubject = fmt.Sprintf("none: this release does not stage the CNI plugins (%s), so it makes no STG claim and their specs were left out", strings.Join(s.NoStaging, "; "))
 	}
-	if cfg.Tier == "lab" && cfg.StagerImage == "" && s.Stages() {
-		s.Ledger.Add(cozystack.Change{
-			Kind:   "image",
-			Object: "init container " + stager.InitContainerName,
-			What: fmt.Sprintf("runs container-less with the suite's build of its image's /cni-plugins: %s of CNI plugins %s from --plugin-dir %s, not %s",
-				strings.Join(s.Image.Plugins, " "), s.Image.PluginsVersion, cfg.PluginDir, imageRef(s)),
-			Why: "the lab has no image registry; the names and the version are read from " + s.Image.Dockerfile,
-		})
+	if c := labStagerImage(cfg, s); c != nil {
+		s.Ledger.Add(*c)
+	}
+	env.Images = pinnedImages(cfg, s)
+	if im, ok := s.StagerImageRef(); ok && cfg.Tier == "lab" && s.Stages() && s.PinnedFor(im) == nil {
+		env.StagerImage = "an image built from the checkout, not the pinned " + im.Ref
+		if cfg.StagerImage != "" {
+			env.StagerImage = "the user's --stager-image, not the pinned " + im.Ref
+		}
 	}
 	if err := s.Ledger.Merge(cfg.LedgerFiles()); err != nil {
 		s.Ledger.Add(cozystack.Change{Kind: "report", Object: cfg.LedgerFiles(), What: "unreadable: " + err.Error(), Why: "a process's changes may be missing from this list"})
@@ -49,12 +50,72 @@ func describeRelease(cfg *config.Config, env *report.Environment) {
 	env.StagerSubject = fmt.Sprintf("install-cni-plugins of the release's %s, rendered with Helm (variant %s, networking.stageCniPlugins unset) to %s", cozystack.MultusChart, config.DefaultVariant, cfg.StagerManifest)
 }
 
-func imageRef(s *config.Subject) string {
-	subj, err := stager.ParseSubject([]byte(s.Multus.Render.Manifest), "")
-	if err != nil {
-		return "the image the chart names"
+// labStagerImage is the ledger's row for the image the lab's stager specs
+// ran install-cni-plugins with, in place of the reference the release
+// pins (nil off the lab, or for a release that does not stage). The lab
+// has no container runtime: whatever the image, the script runs with the
+// host's shell and tools over its /cni-plugins (framework/stager).
+func labStagerImage(cfg *config.Config, s *config.Subject) *cozystack.Change {
+	im, ok := s.StagerImageRef()
+	if cfg.Tier != "lab" || !s.Stages() || !ok {
+		return nil
 	}
-	return subj.Container.Image
+	c := &cozystack.Change{Kind: "image", Object: im.String()}
+	switch p := cfg.StagerPinned(); {
+	case p != nil:
+		c.What = im.Ref + ", unchanged: its /cni-plugins read from --image-archive " + p.Describe() + "; the script run container-less"
+		c.Why = "the lab has no container runtime: the script runs with the host's /bin/sh and coreutils over the image's /cni-plugins"
+	case cfg.StagerImage != "":
+		c.What = im.Ref + " → the user's image " + cfg.StagerImage + " (--stager-image), run container-less"
+		c.Why = "the user's image in place of the pinned one"
+	default:
+		c.What = fmt.Sprintf("%s → the suite's build of its /cni-plugins: %s of CNI plugins %s from --plugin-dir %s, run container-less",
+			im.Ref, strings.Join(s.Image.Plugins, " "), s.Image.PluginsVersion, cfg.PluginDir)
+		c.Why = "the lab has no image registry (--image-archive gives the pinned image); the names and the version are read from " + s.Image.Dockerfile
+	}
+	return c
+}
+
+// pinnedImages is the report's section on the images the release pins:
+// for each container of the rendered multus chart, the reference it pins
+// and what this run used for it: the pinned image itself, an image built
+// from the checkout, or nothing (a container the run does not start).
+func pinnedImages(cfg *config.Config, s *config.Subject) string {
+	var b strings.Builder
+	b.WriteString("| container | pinned reference | this run used |\n|---|---|---|\n")
+	for _, im := range s.Images {
+		fmt.Fprintf(&b, "| %s | `%s` | %s |\n", im, im.Ref, strings.ReplaceAll(imageUsed(cfg, s, im), "|", `\|`))
+	}
+	for _, p := range s.Pinned {
+		fmt.Fprintf(&b, "\n`--image-archive` %s: holds `%s` (its %s).\n", p.Archive, p.Ref, p.Compared)
+	}
+	return b.String()
+}
+
+// imageUsed is what the run used for the image im pins.
+func imageUsed(cfg *config.Config, s *config.Subject, im cozystack.ImageRef) string {
+	stagerImage := im.Field == "initContainer" && im.Name == stager.InitContainerName
+	if cfg.Tier == "cluster" {
+		if cfg.ExistingCluster() {
+			return "none: the suite applies no Multus to an existing cluster (--kubeconfig); it runs the cluster's own"
+		}
+		if img := cfg.Cluster.CNIPluginsImage; img != "" {
+			return "an image built from the checkout: `" + img + "`, by images/multus/build.sh from the release's Dockerfile"
+		}
+		return "the pinned reference itself, pulled by the nodes"
+	}
+	switch {
+	case !stagerImage:
+		return "none: the lab starts no Multus daemon"
+	case !s.Stages():
+		return "none: the release does not stage the CNI plugins, so its stager specs were left out"
+	case s.PinnedFor(im) != nil:
+		return "the pinned image itself, unchanged, from --image-archive " + s.PinnedFor(im).Describe() + ": the STG verdicts hold for it"
+	case cfg.StagerImage != "":
+		return "the user's image `" + cfg.StagerImage + "` (--stager-image), not the pinned one: the STG verdicts hold for that image"
+	}
+	return fmt.Sprintf("an image built from the checkout: the suite's build of its /cni-plugins (%s of CNI plugins %s, from --plugin-dir %s, as %s extracts them), not the pinned image: the STG verdicts hold for that build (--image-archive gives the pinned one)",
+		strings.Join(s.Image.Plugins, " "), s.Image.PluginsVersion, cfg.PluginDir, cozystack.MultusImageDir+"/Dockerfile")
 }
 
 // releaseVerdicts is what the release under test makes of each claim

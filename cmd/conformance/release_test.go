@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -192,5 +193,53 @@ func TestGuideFlagIsNamedInTheReport(t *testing.T) {
 	lines := guideLines(cfg)
 	if !strings.HasPrefix(lines, "# the guide: "+env.Guide+"\n") || !strings.Contains(lines, "# "+report.NotInGuide+", whatever the specs find: ARP-01\n") {
 		t.Errorf("the dry run's lines on the guide:\n%s", lines)
+	}
+}
+
+// The report names every image the release pins and what the run used
+// for it: the suite's build of the stager's image, or with --image-archive
+// the pinned image itself; the ledger's row says the same, in the form of
+// the cluster tier's image rewrites.
+func TestReportNamesThePinnedImages(t *testing.T) {
+	rel := configtest.Release(t, root)
+	archive, digest := configtest.PinnedArchive(t, rel, "pinned")
+	for _, tc := range []struct {
+		args      []string
+		stager    string // what the install-cni-plugins row says was used
+		ledgerRow string
+		passedOn  string // what the STG verdicts say they hold for
+	}{
+		{nil, "an image built from the checkout: the suite's build of its /cni-plugins", " → the suite's build of its /cni-plugins", "an image built from the checkout, not the pinned "},
+		{[]string{"--image-archive=" + archive}, "the pinned image itself, unchanged, from --image-archive " + archive, ", unchanged: its /cni-plugins read from --image-archive " + archive, ""},
+	} {
+		cfg, err := configtest.Lab(t, root, append([]string{"--cozystack=" + rel.Dir}, tc.args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var env report.Environment
+		describeRelease(cfg, &env)
+		s := cfg.Subject()
+		if len(s.Images) != 3 {
+			t.Fatalf("the multus render's images: %v, want its three containers", s.Images)
+		}
+		for _, im := range s.Images {
+			if !strings.HasSuffix(im.Ref, "@"+digest) {
+				t.Errorf("%s pins %s, not the copy's digest", im, im.Ref)
+			}
+			want := "none: the lab starts no Multus daemon"
+			if im.Name == "install-cni-plugins" {
+				want = tc.stager
+			}
+			if row := fmt.Sprintf("| %s | `%s` | %s", im, im.Ref, want); !strings.Contains(env.Images, row) {
+				t.Errorf("%v: the report's images do not say %q:\n%s", tc.args, row, env.Images)
+			}
+		}
+		im, _ := s.StagerImageRef()
+		if !strings.Contains(env.Changes, "| image | "+im.String()+" | "+im.Ref+tc.ledgerRow) {
+			t.Errorf("%v: no ledger row for %s:\n%s", tc.args, im, env.Changes)
+		}
+		if want := tc.passedOn; (want == "") != (env.StagerImage == "") || !strings.HasPrefix(env.StagerImage, want) {
+			t.Errorf("%v: the STG verdicts are said to hold for %q, want %q", tc.args, env.StagerImage, want)
+		}
 	}
 }

@@ -54,8 +54,11 @@ type Config struct {
 	// one it ships.
 	Cozystack string
 	Guide     string
-	subject   *Subject
-	fs        *flag.FlagSet
+	// ImageArchives is --image-archive: images the release pins, as an
+	// air-gapped mirror holds them (cozystack.go).
+	ImageArchives Repeated
+	subject       *Subject
+	fs            *flag.FlagSet
 }
 
 // Register binds the flags to fs with the guide's defaults.
@@ -73,7 +76,7 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.PluginDir, "plugin-dir", "bin/cni/v1.9.1", "directory with the upstream CNI plugin binaries")
 	fs.StringVar(&c.OldPluginDir, "old-plugin-dir", "bin/cni/v1.6.2", "directory with an older CNI plugin release (stager layouts)")
 	fs.StringVar(&c.StagerManifest, "stager-manifest", stager.DefaultManifest, "multus DaemonSet manifest whose install-cni-plugins init container is the stager subject")
-	fs.StringVar(&c.StagerImage, "stager-image", "", "the multus image install-cni-plugins runs in: a directory holding cni-plugins/, or a `docker save` / OCI-layout / `crane export` tarball (default: the suite builds one with the 14 staged plugins of --plugin-dir, as Cozystack's Dockerfile does)")
+	fs.StringVar(&c.StagerImage, "stager-image", "", "the multus image install-cni-plugins runs in: a directory holding cni-plugins/, an OCI layout directory, or a `docker save` / OCI-layout / `crane export` tarball (default: the suite builds one with the 14 staged plugins of --plugin-dir, as Cozystack's Dockerfile does)")
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "cluster tier: an existing cluster's kubeconfig")
 	fs.StringVar(&c.ReportDir, "report-dir", "reports", "where junit.xml, conformance.md and artifacts go")
 	fs.StringVar(&c.WorkDir, "work-dir", "", "scratch directory (default: a fresh temp dir)")
@@ -193,6 +196,25 @@ func (c *Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Repeated is a flag given once per value (--image-archive=A
+// --image-archive=B).
+type Repeated []string
+
+func (r *Repeated) String() string { return strings.Join(*r, ",") }
+
+// Set adds one value.
+func (r *Repeated) Set(v string) error {
+	if v == "" {
+		return errors.New("empty")
+	}
+	*r = append(*r, v)
+	return nil
+}
+
+// Values are the values in the order given; a driver passing the flags on
+// gives each as a flag of its own.
+func (r *Repeated) Values() []string { return *r }
 
 // VendorMode reports whether a real uplink replaces the lab's veth trunk.
 func (c *Config) VendorMode() bool { return c.Uplink != "" }

@@ -35,6 +35,11 @@ type Subject struct {
 	// release lacking any cannot stage the plugins and makes no STG claim
 	// (Stages).
 	NoStaging []string
+	// Images are the image references of the multus render, as the
+	// release pins them; Pinned the --image-archive files, each with the
+	// reference whose digest it holds.
+	Images []cozystack.ImageRef
+	Pinned []*stager.Pinned
 	// Ledger lists every change the suite makes to the release's output.
 	Ledger *cozystack.Ledger
 	// Manifest is where Prepare wrote the rendered multus chart.
@@ -97,6 +102,7 @@ func (s *Subject) VLANNIC() string {
 func registerCozystack(fs *flag.FlagSet, c *Config) {
 	c.fs = fs
 	fs.StringVar(&c.Cozystack, "cozystack", "", "the Cozystack release under test: a checkout of cozystack/cozystack (git clone --depth 1 --branch <tag> https://github.com/cozystack/cozystack); its charts are rendered with Helm's engine and become the subject (default: the suite's own reference subject, and the report says no release was tested)")
+	fs.Var(&c.ImageArchives, "image-archive", "`FILE` (repeatable): an image the release pins, as an air-gapped mirror holds it: an OCI layout directory, an oci-archive tarball, or a docker save tarball that keeps the registry's digest (one from Docker's containerd image store); its manifest or index digest must be the one the release's rendered multus chart pins, else it is bad input naming both; the lab's stager specs then run that image unchanged instead of the suite's build of its /cni-plugins; needs --cozystack, lab tier")
 	fs.StringVar(&c.Guide, "guide", "", "the guide the release's claims are judged by and its specs take their NAD and userData from: the page as the website ships it (content/en/docs/<version>/networking/vm-external-vlan.md of cozystack/website), or a copy; a markdown file, or a directory holding exactly one vm-external-vlan.md; needs --cozystack (default: the release's docs/vm-external-vlan.md; with neither, the report says no guide was given and which claims therefore have no verdict)")
 }
 
@@ -104,10 +110,24 @@ func registerCozystack(fs *flag.FlagSet, c *Config) {
 // cannot read or render is bad input. It writes nothing.
 func (c *Config) validateCozystack() error {
 	if c.Cozystack == "" {
+		var errs []error
 		if c.Guide != "" {
-			return fmt.Errorf("--guide: the guide judges a release's claims: pass --cozystack=DIR too")
+			errs = append(errs, fmt.Errorf("--guide: the guide judges a release's claims: pass --cozystack=DIR too"))
 		}
-		return nil
+		if len(c.ImageArchives) > 0 {
+			errs = append(errs, fmt.Errorf("--image-archive: an archive is checked against the digest a release pins: pass --cozystack=DIR too"))
+		}
+		return errors.Join(errs...)
+	}
+	if len(c.ImageArchives) > 0 {
+		switch {
+		case c.Tier != "lab":
+			// Loading it onto the nodes is not done yet: the nodes would
+			// run the image --cni-plugins-image names, or pull the pin.
+			return fmt.Errorf("--image-archive: the cluster tier does not run pinned archives yet; its nodes load --images-archive")
+		case c.StagerImage != "":
+			return fmt.Errorf("--image-archive and --stager-image both name the image install-cni-plugins runs with: give one")
+		}
 	}
 	rel, err := cozystack.Open(c.Cozystack)
 	if err != nil {
@@ -122,6 +142,10 @@ func (c *Config) validateCozystack() error {
 		return fmt.Errorf("--cozystack: rendering multus as the platform does (variant %s, networking.stageCniPlugins unset): %w", DefaultVariant, err)
 	}
 	s.NoStaging = noStaging(img, s.Platform, s.Multus)
+	s.Images = s.Multus.Images()
+	if err := s.readArchives(c.ImageArchives); err != nil {
+		return err
+	}
 	if s.Stages() {
 		if _, err := stager.ParseSubject([]byte(s.Multus.Render.Manifest), rel.Path(cozystack.MultusChart)); err != nil {
 			return fmt.Errorf("--cozystack: the rendered multus chart has no stager subject: %w", err)
@@ -180,6 +204,81 @@ func noStaging(img *cozystack.MultusImage, p *cozystack.Platform, m *cozystack.M
 		out = append(out, fmt.Sprintf("%s/Dockerfile has no plugin stage", cozystack.MultusImageDir))
 	}
 	return out
+}
+
+// readArchives reads each --image-archive and finds the image of the
+// release it holds by digest (stager.Archive.Pin); an archive that holds
+// none is bad input naming both.
+func (s *Subject) readArchives(paths []string) error {
+	var refs []string
+	for _, im := range s.Images {
+		if !slices.Contains(refs, im.Ref) {
+			refs = append(refs, im.Ref)
+		}
+	}
+	var errs []error
+	for _, p := range paths {
+		a, err := stager.ReadArchive(p)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--image-archive: %w", err))
+			continue
+		}
+		var pinned *stager.Pinned
+		var misses []error
+		for _, ref := range refs {
+			if pinned, err = a.Pin(ref); err == nil {
+				break
+			}
+			misses = append(misses, err)
+		}
+		switch {
+		case pinned == nil && len(refs) == 0:
+			errs = append(errs, fmt.Errorf("--image-archive %s: the release's %s renders no image to check it against", p, cozystack.MultusChart))
+		case pinned == nil:
+			errs = append(errs, fmt.Errorf("--image-archive: %w", errors.Join(misses...)))
+		case slices.ContainsFunc(s.Pinned, func(o *stager.Pinned) bool { return o.Ref == pinned.Ref }):
+			errs = append(errs, fmt.Errorf("--image-archive %s: another archive already holds %s", p, pinned.Ref))
+		default:
+			s.Pinned = append(s.Pinned, pinned)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// PinnedFor is the --image-archive that holds the image the release pins
+// for the container im, nil when none does.
+func (s *Subject) PinnedFor(im cozystack.ImageRef) *stager.Pinned {
+	for _, p := range s.Pinned {
+		if p.Ref == im.Ref {
+			return p
+		}
+	}
+	return nil
+}
+
+// StagerImageRef is the release's install-cni-plugins container, and
+// whether it renders one.
+func (s *Subject) StagerImageRef() (cozystack.ImageRef, bool) {
+	for _, im := range s.Images {
+		if im.Field == "initContainer" && im.Name == stager.InitContainerName {
+			return im, true
+		}
+	}
+	return cozystack.ImageRef{}, false
+}
+
+// StagerPinned is the release's own image for install-cni-plugins, read
+// from the --image-archive that holds it: the stager specs run it
+// unchanged. nil without one.
+func (c *Config) StagerPinned() *stager.Pinned {
+	s := c.Subject()
+	if s == nil {
+		return nil
+	}
+	if im, ok := s.StagerImageRef(); ok {
+		return s.PinnedFor(im)
+	}
+	return nil
 }
 
 // Stages tells whether the subject stages the CNI plugins: the suite's

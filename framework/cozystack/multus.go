@@ -190,3 +190,37 @@ func ChartError(err error) string {
 	}
 	return s
 }
+
+// ImageRef is one image reference of a rendered object: the container that
+// names it and the reference as the release pins it.
+type ImageRef struct {
+	Object string // e.g. "DaemonSet cozy-multus/cozy-multus"
+	Field  string // "initContainer" or "container"
+	Name   string // the container's name
+	Ref    string
+}
+
+// String names the container as the ledger's rows do:
+// "DaemonSet cozy-multus/cozy-multus initContainer install-cni-plugins".
+func (i ImageRef) String() string { return i.Object + " " + i.Field + " " + i.Name }
+
+// Images lists every container image of the rendered objects with a pod
+// template, in the render's order: what the release pins.
+func (m *Multus) Images() []ImageRef {
+	var out []ImageRef
+	for _, o := range m.Render.Objects {
+		for _, field := range []string{"initContainers", "containers"} {
+			cs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", field)
+			for _, c := range cs {
+				cm, _ := c.(map[string]any)
+				ref, _ := cm["image"].(string)
+				name, _ := cm["name"].(string)
+				if ref == "" {
+					continue
+				}
+				out = append(out, ImageRef{Object: fmt.Sprintf("%s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName()), Field: strings.TrimSuffix(field, "s"), Name: name, Ref: ref})
+			}
+		}
+	}
+	return out
+}

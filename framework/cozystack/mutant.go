@@ -161,3 +161,16 @@ func (r *Release) edit(path string, f func(string) string) error {
 	}
 	return os.WriteFile(p, []byte(edited), 0o644)
 }
+
+// pinnedDigest is the digest part of an image reference pinned by digest.
+var pinnedDigest = regexp.MustCompile(`(image:\s*\S+)@sha256:[0-9a-f]{64}`)
+
+// PinMultus edits the copy's multus DaemonSet template so that every image
+// reference it pins by digest pins digest instead (name and tag kept): the
+// release as it would ship an image built elsewhere, for tests that make
+// the pinned image themselves.
+func (r *Release) PinMultus(digest string) error {
+	return r.edit(MultusChart+"/templates/multus-daemonset-thick.yml", func(s string) string {
+		return pinnedDigest.ReplaceAllString(s, "${1}@"+digest)
+	})
+}

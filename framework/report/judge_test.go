@@ -108,13 +108,15 @@ func TestASuiteNodeFailureIsWhyClaimsDidNotRun(t *testing.T) {
 // A verdict says what it was proven on where that is less than the
 // guide's setup (issue 22, items 10 and 11).
 func TestQualify(t *testing.T) {
-	arp01, vlan02 := claims.All[0], claims.All[0]
+	arp01, vlan02, stg01 := claims.All[0], claims.All[0], claims.All[0]
 	for _, c := range claims.All {
 		switch c.ID {
 		case "ARP-01":
 			arp01 = c
 		case "VLAN-02":
 			vlan02 = c
+		case "STG-01":
+			stg01 = c
 		}
 	}
 	for _, tc := range []struct {
@@ -128,6 +130,9 @@ func TestQualify(t *testing.T) {
 		{Environment{Tier: "cluster", Pods: true, AccessTrunk: "no 8021q"}, Verdict{Claim: arp01, Verdict: "passed (1 of 2 specs; skipped: x)"}, "passed on pods, not VMs, on an access-mode trunk (uplink in br100; no uplink.100 on this kernel) (1 of 2 specs; skipped: x)"},
 		{Environment{Tier: "lab"}, Verdict{Claim: arp01, Verdict: "passed"}, "passed on the lab's replica of KubeVirt's MAC allocation, not KubeVirt (the VM lane's verdict speaks for KubeVirt)"},
 		{Environment{Tier: "lab"}, Verdict{Claim: vlan02, Verdict: "passed"}, "passed"},
+		// Issue 35: the stager ran a build of the checkout, not the pinned image.
+		{Environment{Tier: "lab", StagerImage: "an image built from the checkout, not the pinned x@sha256:0a92"}, Verdict{Claim: stg01, Verdict: "passed"}, "passed on an image built from the checkout, not the pinned x@sha256:0a92"},
+		{Environment{Tier: "lab", StagerImage: "an image built from the checkout, not the pinned x@sha256:0a92"}, Verdict{Claim: vlan02, Verdict: "passed"}, "passed"},
 	} {
 		if got := qualify(tc.env, tc.v); got != tc.want {
 			t.Errorf("%s %q under %+v: got %q, want %q", tc.v.Claim.ID, tc.v.Verdict, tc.env, got, tc.want)

@@ -230,6 +230,13 @@ type Environment struct {
 	// BrokenParts says which parts of the run wrote no JUnit: their specs
 	// have no verdict in this report, and the run failed.
 	BrokenParts []string
+	// Images is the Markdown of the images the release pins: for each,
+	// what the run used in its place, or the pinned image itself.
+	Images string
+	// StagerImage says, where the stager specs ran another image than the
+	// one the release pins, which ("" for the pinned one, or no release):
+	// their passed verdicts hold for that image.
+	StagerImage string
 	// StagerDetails names what the STG specs judged, in full (Markdown
 	// list lines: manifest and sha256, image reference, its /cni-plugins).
 	StagerDetails string
@@ -288,6 +295,9 @@ func WriteConformance(path string, env Environment, vs []Verdict, fails []Failur
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %d/%d/%d | %s |\n", v.Claim.ID, strings.ReplaceAll(v.Claim.Sentence, "|", "\\|"), verdict, v.Passed, v.Failed, v.Skipped, v.Evidence)
 	}
+	if env.Images != "" {
+		b.WriteString("\n" + ImagesHeading + "\n\n" + env.Images)
+	}
 	if env.StagerDetails != "" {
 		b.WriteString("\n## Stager subject (STG-)\n\n" + env.StagerDetails)
 	}
@@ -321,9 +331,14 @@ var trunkClaims = []string{"VLAN-01", "VLAN-05", "VLAN-06", "VLAN-07", "VLAN-09"
 // it (the suite's own allocator), the VM lane KubeVirt itself.
 var replicaClaims = []string{"ARP-01", "ARP-05", "ARP-06"}
 
+// Claims the stager specs prove by running install-cni-plugins over the
+// multus image's /cni-plugins.
+var stagerClaims = []string{"STG-01", "STG-02", "STG-03", "STG-04", "STG-05", "STG-06", "STG-07", "STG-08"}
+
 // qualify is a verdict with what it was proven on, where that is less
 // than the guide's setup: pods rather than VMs, an access-mode trunk
-// rather than a tagged one, the lab's replica rather than KubeVirt.
+// rather than a tagged one, the lab's replica rather than KubeVirt, an
+// image other than the one the release pins.
 func qualify(env Environment, v Verdict) string {
 	verdict := v.Verdict
 	rest, passed := strings.CutPrefix(verdict, "passed")
@@ -336,6 +351,9 @@ func qualify(env Environment, v Verdict) string {
 	}
 	if env.AccessTrunk != "" && slices.Contains(trunkClaims, v.Claim.ID) {
 		on = append(on, "an access-mode trunk (uplink in br100; no uplink.100 on this kernel)")
+	}
+	if env.StagerImage != "" && slices.Contains(stagerClaims, v.Claim.ID) {
+		on = append(on, env.StagerImage)
 	}
 	if env.Tier == "lab" && slices.Contains(replicaClaims, v.Claim.ID) {
 		on = append(on, "the lab's replica of KubeVirt's MAC allocation, not KubeVirt (the VM lane's verdict speaks for KubeVirt)")
@@ -352,6 +370,9 @@ const NoRelease = "No Cozystack release was tested: the subject is the suite's o
 // ChangesHeading is the section listing every change the suite made to the
 // release's output; nothing may differ without a row there.
 const ChangesHeading = "## What the suite changed in Cozystack's output"
+
+// ImagesHeading is the section on the images the release pins.
+const ImagesHeading = "## The images the release pins"
 
 // FailuresHeading starts conformance.md's last section, the failures'
 // messages (scripts/lane-summary.sh prints it at the end of a CI log).
@@ -412,8 +433,10 @@ func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
-	if len(s) > 160 {
-		s = s[:160] + "..."
+	// Room for a pinned image reference (name:tag@sha256:<64 hex>) in a
+	// failure's first line.
+	if len(s) > 240 {
+		s = s[:240] + "..."
 	}
 	return s
 }

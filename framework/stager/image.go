@@ -13,7 +13,6 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
@@ -21,22 +20,28 @@ import (
 // PluginsDir is where the multus image carries the plugins it stages.
 const PluginsDir = "cni-plugins"
 
+// ErrNoPluginsDir is an image without /cni-plugins: bad input for
+// --stager-image, the release's own failure for a pinned image.
+var ErrNoPluginsDir = fmt.Errorf("the image's file system has no /%s/ directory", PluginsDir)
+
 // CheckImage tells whether path (--stager-image) is an image root holding
-// cni-plugins/: a directory, a docker-archive (`docker save`), an OCI-layout
-// tarball, or a flattened file system tarball (`crane export`,
-// `docker export`). It reads the image but writes nothing.
+// cni-plugins/: a directory, a docker-archive (`docker save`), an OCI
+// layout (a directory, or an oci-archive tarball of one), or a flattened
+// file system tarball (`crane export`, `docker export`). It reads the
+// image but writes nothing.
 func CheckImage(path string) error {
-	return extractPlugins(path, "")
+	return extractPlugins(path, "", "")
 }
 
 // extractPlugins copies the image's /cni-plugins entries into dst (which
-// must not exist yet); dst "" only checks that there are any.
-func extractPlugins(src, dst string) error {
+// must not exist yet); dst "" only checks that there are any. digest picks
+// an archive's image by its manifest or index digest ("": the first).
+func extractPlugins(src, digest, dst string) error {
 	fi, err := os.Stat(src)
 	if err != nil {
 		return err
 	}
-	if fi.IsDir() {
+	if fi.IsDir() && !isLayout(src) {
 		in := filepath.Join(src, PluginsDir)
 		if st, err := os.Stat(in); err != nil || !st.IsDir() {
 			return fmt.Errorf("%s: no %s/ directory in this image root", src, PluginsDir)
@@ -46,7 +51,7 @@ func extractPlugins(src, dst string) error {
 		}
 		return copyTree(in, dst)
 	}
-	rc, err := rootFS(src)
+	rc, err := rootFS(src, digest)
 	if err != nil {
 		return err
 	}
@@ -56,34 +61,52 @@ func extractPlugins(src, dst string) error {
 		return fmt.Errorf("%s: %w", src, err)
 	}
 	if !found {
-		return fmt.Errorf("%s: the image's file system has no /%s/ directory", src, PluginsDir)
+		return fmt.Errorf("%s: %w", src, ErrNoPluginsDir)
 	}
 	return nil
 }
 
-// rootFS opens a tarball as the image's flattened file system: the layers
-// of a docker-archive or OCI layout applied in order (whiteouts honoured,
-// by go-containerregistry), or the tarball itself when it is one already.
-func rootFS(p string) (io.ReadCloser, error) {
+// rootFS opens an image as its flattened file system: the layers of a
+// docker-archive or OCI layout applied in order (whiteouts honoured, by
+// go-containerregistry), or the tarball itself when it is one already.
+// digest picks the image of an OCI index ("": the first).
+func rootFS(p, digest string) (io.ReadCloser, error) {
+	if isLayout(p) {
+		img, err := layoutImage(p, digest)
+		if err != nil {
+			return nil, fmt.Errorf("%s: read as an OCI layout: %w", p, err)
+		}
+		return mutate.Extract(img), nil
+	}
 	names, err := topNames(p)
 	if err != nil {
 		return nil, err
 	}
 	switch {
-	case names["manifest.json"]:
+	// `docker save` of Docker 25+ carries both; only its OCI index can
+	// keep the registry's digest (ReadArchive).
+	case names["oci-layout"] && (digest != "" || !names["manifest.json"]):
+		rc, err := ociImage(p, digest)
+		if err != nil {
+			return nil, fmt.Errorf("%s: read as an OCI layout: %w", p, err)
+		}
+		return rc, nil
+	case names["manifest.json"] && digest == "":
 		img, err := tarball.ImageFromPath(p, nil)
 		if err != nil {
 			return nil, fmt.Errorf("%s: read as a docker-archive: %w", p, err)
 		}
 		return mutate.Extract(img), nil
-	case names["oci-layout"]:
-		rc, err := ociImage(p)
-		if err != nil {
-			return nil, fmt.Errorf("%s: read as an OCI layout: %w", p, err)
-		}
-		return rc, nil
+	case digest != "":
+		return nil, fmt.Errorf("%s: no OCI index to find %s in", p, digest)
 	}
 	return os.Open(p) // a file system tarball already (crane export)
+}
+
+// isLayout tells whether p is an OCI layout directory.
+func isLayout(p string) bool {
+	fi, err := os.Stat(filepath.Join(p, "oci-layout"))
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // topNames lists the top-level file names of a tar archive.
@@ -110,38 +133,36 @@ func topNames(p string) (map[string]bool, error) {
 }
 
 // ociImage unpacks an OCI-layout tarball into a temporary directory (the
-// library reads layouts from directories) and opens its first image's file
-// system; closing it removes the directory.
-func ociImage(p string) (io.ReadCloser, error) {
-	dir, err := os.MkdirTemp("", "stager-oci-*")
+// library reads layouts from directories) and opens the file system of its
+// image digest (layoutImage); closing it removes the directory.
+func ociImage(p, digest string) (io.ReadCloser, error) {
+	dir, err := unpackLayout(p, nil)
 	if err != nil {
 		return nil, err
 	}
-	fail := func(err error) (io.ReadCloser, error) { return nil, errors.Join(err, os.RemoveAll(dir)) }
-	f, err := os.Open(p)
+	img, err := layoutImage(dir, digest)
 	if err != nil {
-		return fail(err)
-	}
-	defer f.Close()
-	if err := untarAll(tar.NewReader(f), dir); err != nil {
-		return fail(err)
-	}
-	idx, err := layout.ImageIndexFromPath(dir)
-	if err != nil {
-		return fail(err)
-	}
-	m, err := idx.IndexManifest()
-	if err != nil {
-		return fail(err)
-	}
-	if len(m.Manifests) == 0 {
-		return fail(errors.New("no image in the layout's index.json"))
-	}
-	img, err := idx.Image(m.Manifests[0].Digest)
-	if err != nil {
-		return fail(err)
+		return nil, errors.Join(err, os.RemoveAll(dir))
 	}
 	return removeOnClose{mutate.Extract(img), dir}, nil
+}
+
+// unpackLayout writes the entries of the tarball p that keep accepts (nil:
+// all) into a new temporary directory, which the caller removes.
+func unpackLayout(p string, keep func(*tar.Header) bool) (string, error) {
+	dir, err := os.MkdirTemp("", "stager-oci-*")
+	if err != nil {
+		return "", err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return "", errors.Join(err, os.RemoveAll(dir))
+	}
+	defer f.Close()
+	if err := untarAll(tar.NewReader(f), dir, keep); err != nil {
+		return "", errors.Join(err, os.RemoveAll(dir))
+	}
+	return dir, nil
 }
 
 type removeOnClose struct {
@@ -151,8 +172,9 @@ type removeOnClose struct {
 
 func (r removeOnClose) Close() error { return errors.Join(r.ReadCloser.Close(), os.RemoveAll(r.dir)) }
 
-// untarAll writes every regular file and directory of tr under dir.
-func untarAll(tr *tar.Reader, dir string) error {
+// untarAll writes every regular file and directory of tr that keep
+// accepts (nil: all) under dir.
+func untarAll(tr *tar.Reader, dir string, keep func(*tar.Header) bool) error {
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -162,7 +184,7 @@ func untarAll(tr *tar.Reader, dir string) error {
 			return err
 		}
 		rel := path.Clean(strings.TrimPrefix(h.Name, "/"))
-		if rel == "." || strings.HasPrefix(rel, "../") {
+		if rel == "." || strings.HasPrefix(rel, "../") || (keep != nil && !keep(h)) {
 			continue
 		}
 		if err := writeEntry(tr, h, filepath.Join(dir, rel)); err != nil {
@@ -239,18 +261,20 @@ func writeEntry(tr *tar.Reader, h *tar.Header, p string) error {
 var imageCache = struct {
 	sync.Mutex
 	dir   string
-	byKey map[string]string // tarball identity -> unpacked cni-plugins
+	byKey map[string]string // tarball identity and digest -> unpacked cni-plugins, "" when it has none
 }{byKey: map[string]string{}}
 
-// cachedPlugins copies the /cni-plugins of the image at src into dst,
-// unpacking a tarball only the first time this process sees it.
-func cachedPlugins(src, dst string) error {
+// cachedPlugins copies the /cni-plugins of the image at src (digest as
+// for extractPlugins) into dst, unpacking a tarball only the first time
+// this process sees it. An image without /cni-plugins is remembered as
+// such: a pinned one is read by every lab of the run.
+func cachedPlugins(src, digest, dst string) error {
 	fi, err := os.Stat(src)
 	if err != nil {
 		return err
 	}
-	if fi.IsDir() {
-		return extractPlugins(src, dst)
+	if fi.IsDir() && !isLayout(src) {
+		return extractPlugins(src, digest, dst)
 	}
 	abs, err := filepath.Abs(src)
 	if err != nil {
@@ -261,7 +285,7 @@ func cachedPlugins(src, dst string) error {
 	if st != nil {
 		ino = st.Ino
 	}
-	key := fmt.Sprintf("%s\x00%d\x00%d\x00%d", abs, fi.Size(), fi.ModTime().UnixNano(), ino)
+	key := fmt.Sprintf("%s\x00%d\x00%d\x00%d\x00%s", abs, fi.Size(), fi.ModTime().UnixNano(), ino, digest)
 
 	imageCache.Lock()
 	defer imageCache.Unlock()
@@ -278,10 +302,16 @@ func cachedPlugins(src, dst string) error {
 			imageCache.dir = d
 		}
 		unpacked = filepath.Join(imageCache.dir, strconv.Itoa(len(imageCache.byKey)))
-		if err := extractPlugins(src, unpacked); err != nil {
+		switch err := extractPlugins(src, digest, unpacked); {
+		case errors.Is(err, ErrNoPluginsDir):
+			unpacked = ""
+		case err != nil:
 			return errors.Join(err, os.RemoveAll(unpacked))
 		}
 		imageCache.byKey[key] = unpacked
+	}
+	if unpacked == "" {
+		return fmt.Errorf("%s: %w", src, ErrNoPluginsDir)
 	}
 	return copyTree(unpacked, dst)
 }

@@ -41,6 +41,28 @@ func fsTar(t *testing.T, entries [][2]string) []byte {
 	return buf.Bytes()
 }
 
+// dirTar is the tarball of a directory's tree (an oci-archive of a layout).
+func dirTar(t *testing.T, dir string) []byte {
+	t.Helper()
+	var entries [][2]string
+	if err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if fi.IsDir() {
+			entries = append(entries, [2]string{rel + "/", ""})
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		entries = append(entries, [2]string{rel, string(b)})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return fsTar(t, entries)
+}
+
 // twoLayers is an image whose second layer deletes a plugin of the first
 // (a whiteout) and adds another: only applying layers in order gives the
 // right /cni-plugins.
@@ -82,23 +104,7 @@ func TestExtractPluginsFromEachImageForm(t *testing.T) {
 		t.Fatal(err)
 	}
 	ociTar := filepath.Join(dir, "oci.tar")
-	var entries [][2]string
-	if err := filepath.Walk(ociDir, func(p string, fi os.FileInfo, err error) error {
-		if err != nil || p == ociDir {
-			return err
-		}
-		rel, _ := filepath.Rel(ociDir, p)
-		if fi.IsDir() {
-			entries = append(entries, [2]string{rel + "/", ""})
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		entries = append(entries, [2]string{rel, string(b)})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(ociTar, fsTar(t, entries), 0o644); err != nil {
+	if err := os.WriteFile(ociTar, dirTar(t, ociDir), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	exported := filepath.Join(dir, "crane-export.tar")
@@ -115,13 +121,13 @@ func TestExtractPluginsFromEachImageForm(t *testing.T) {
 		}
 	}
 
-	for _, src := range []string{dockerArchive, ociTar, exported, root} {
+	for _, src := range []string{dockerArchive, ociDir, ociTar, exported, root} {
 		if err := CheckImage(src); err != nil {
 			t.Errorf("CheckImage(%s): %v", filepath.Base(src), err)
 			continue
 		}
 		dst := filepath.Join(dir, "out-"+filepath.Base(src))
-		if err := extractPlugins(src, dst); err != nil {
+		if err := extractPlugins(src, "", dst); err != nil {
 			t.Errorf("extract %s: %v", filepath.Base(src), err)
 			continue
 		}
@@ -160,7 +166,7 @@ func TestImageTarballUnpackedOncePerProcess(t *testing.T) {
 	}
 	read := func(dst string) string {
 		t.Helper()
-		if err := cachedPlugins(src, dst); err != nil {
+		if err := cachedPlugins(src, "", dst); err != nil {
 			t.Fatal(err)
 		}
 		b, err := os.ReadFile(filepath.Join(dst, "bridge"))

@@ -18,7 +18,10 @@ type Options struct {
 	// Image is --stager-image: the multus image's root (see CheckImage).
 	// "" builds the suite's reference image, as Cozystack's Dockerfile does:
 	// ImagePlugins (default StagedPlugins) of the Release at /cni-plugins.
-	Image        string
+	Image string
+	// Pinned is the release's own image instead (--image-archive): read
+	// unchanged from its archive, which may carry no /cni-plugins at all.
+	Pinned       *Pinned
 	ImagePlugins []string
 	Release      string // --plugin-dir: the upstream release (node layouts; the reference image)
 	OlderRelease string // --old-plugin-dir: an older release, for node layouts
@@ -238,6 +241,10 @@ func (l *Lab) buildImage(n *Node, sc Scenario) error {
 	}
 	n.imageSummary = sc.Image.String()
 	if sc.Image == ImageWithoutPluginsDir {
+		return nil
+	}
+	if sc.Image == ImageWithPlugins && l.Image.NoPluginsDir {
+		n.imageSummary = l.Image.String() // the pinned image, as it is
 		return nil
 	}
 	dst := filepath.Join(n.imageDir, PluginsDir)

@@ -2,6 +2,7 @@ package stager
 
 import (
 	"debug/buildinfo"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,9 +17,16 @@ type ImageInfo struct {
 	Ref string
 	// Source is --stager-image, or "" for the suite's reference build.
 	Source string
+	// Pinned is the release's own image, read from the --image-archive
+	// that holds it; nil otherwise.
+	Pinned *Pinned
 	// Built says how the reference build was made.
 	Built   string
 	Entries []ImageEntry // sorted by name
+	// NoPluginsDir: the image has no /cni-plugins at all, as a multus
+	// image before staging. Only a pinned image gets this far: any other
+	// is refused as bad input (CheckImage).
+	NoPluginsDir bool
 }
 
 // ImageEntry is one entry of the image's /cni-plugins.
@@ -83,45 +91,74 @@ func (i ImageInfo) Listing() string {
 }
 
 func (i ImageInfo) String() string {
-	whose := "the user's image " + i.Source
-	if i.Source == "" {
+	ref, whose := i.Ref, "the user's image "+i.Source
+	switch {
+	case i.Pinned != nil:
+		ref, whose = i.Pinned.Ref, "the release's pinned image itself, from "+i.Pinned.Describe()
+	case i.Source == "":
 		whose = "the suite's reference image (" + i.Built + ")"
 	}
-	ref := i.Ref
 	if ref == "" {
 		ref = "no image reference"
+	}
+	if i.NoPluginsDir {
+		return fmt.Sprintf("%s, %s; no /%s", ref, whose, PluginsDir)
 	}
 	return fmt.Sprintf("%s, %s; /%s holds %d: %s", ref, whose, PluginsDir, len(i.Entries), i.Listing())
 }
 
-// loadImage puts the image's /cni-plugins into the lab (the reference build
-// or --stager-image) and adds its copies to the lab's catalog.
+// loadImage puts the image's /cni-plugins into the lab (readImage) and
+// adds its copies to the lab's catalog.
 func (l *Lab) loadImage(o Options, base *catalog) error {
 	l.payload = filepath.Join(l.dir, "image-root", PluginsDir)
 	if err := os.MkdirAll(filepath.Dir(l.payload), 0o755); err != nil {
 		return err
 	}
-	l.Image = ImageInfo{Ref: l.Subject.Container.Image, Source: o.Image}
-	if o.Image != "" {
-		if err := cachedPlugins(o.Image, l.payload); err != nil {
-			return fmt.Errorf("--stager-image: %w", err)
+	var err error
+	l.Image, err = readImage(o, l.release, base.version[l.release]+" at --plugin-dir", l.payload, cachedPlugins)
+	if err != nil {
+		return err
+	}
+	l.Image.Ref = l.Subject.Container.Image
+	l.cat = base.withImage(l.Image.Entries)
+	return nil
+}
+
+// readImage writes the /cni-plugins of the image o names into dst: the
+// pinned image (o.Pinned), --stager-image, or the reference build of
+// o.ImagePlugins from release (described as from). extract reads an image.
+// A pinned image without /cni-plugins is read as such, not refused: it is
+// the release's, and its staging the specs' to judge.
+func readImage(o Options, release, from, dst string, extract func(src, digest, dst string) error) (ImageInfo, error) {
+	info := ImageInfo{Source: o.Image, Pinned: o.Pinned}
+	var err error
+	switch {
+	case o.Pinned != nil:
+		err = extract(o.Pinned.Archive, o.Pinned.Digest, dst)
+		if errors.Is(err, ErrNoPluginsDir) {
+			info.NoPluginsDir = true
+			return info, nil
 		}
-	} else {
+		if err != nil {
+			err = fmt.Errorf("--image-archive: %w", err)
+		}
+	case o.Image != "":
+		if err = extract(o.Image, "", dst); err != nil {
+			err = fmt.Errorf("--stager-image: %w", err)
+		}
+	default:
 		names := o.ImagePlugins
 		if names == nil {
 			names = StagedPlugins
 		}
-		if err := buildReference(l.release, names, l.payload); err != nil {
-			return err
-		}
-		l.Image.Built = fmt.Sprintf("%s of %s at --plugin-dir", describeNames(names), base.version[l.release])
+		err = buildReference(release, names, dst)
+		info.Built = describeNames(names) + " of " + from
 	}
-	var err error
-	if l.Image.Entries, err = listImage(l.payload); err != nil {
-		return err
+	if err != nil {
+		return info, err
 	}
-	l.cat = base.withImage(l.Image.Entries)
-	return nil
+	info.Entries, err = listImage(dst)
+	return info, err
 }
 
 // describeNames: "the 14 staged plugins", or the list when it differs.
@@ -146,38 +183,23 @@ func buildReference(release string, names []string, dst string) error {
 	return nil
 }
 
-// ImageListing reads an image's /cni-plugins without running a lab, for
-// the report: path is --stager-image, or "" for the reference build of
-// names (nil: the 14) from release.
-func ImageListing(path, release string, names []string) (ImageInfo, error) {
+// ImageListing reads the /cni-plugins of the image o names (readImage)
+// without running a lab, for the report.
+func ImageListing(o Options) (ImageInfo, error) {
 	dir, err := os.MkdirTemp("", "stager-image-*")
 	if err != nil {
 		return ImageInfo{}, err
 	}
 	defer os.RemoveAll(dir)
-	payload := filepath.Join(dir, PluginsDir)
-	info := ImageInfo{Source: path}
-	if path != "" {
-		err = extractPlugins(path, payload)
-	} else {
-		if names == nil {
-			names = StagedPlugins
-		}
-		err = buildReference(release, names, payload)
-		info.Built = describeNames(names) + " of the release at " + release
-	}
-	if err != nil {
-		return info, err
-	}
-	info.Entries, err = listImage(payload)
-	return info, err
+	return readImage(o, o.Release, "the release at "+o.Release, filepath.Join(dir, PluginsDir), extractPlugins)
 }
 
-// DescribeSubject is the stager subject as the report names it: the
+// DescribeSubject is the stager subject of o as the report names it: the
 // manifest (path, sha256, workload), the init container's image reference,
 // and whose image it ran with and what its /cni-plugins holds.
-func DescribeSubject(manifest, image, release string, names []string) string {
+func DescribeSubject(o Options) string {
 	var b strings.Builder
+	manifest := o.Manifest
 	sum, err := FileSHA256(manifest)
 	if err != nil {
 		sum = "unreadable: " + err.Error()
@@ -192,17 +214,24 @@ func DescribeSubject(manifest, image, release string, names []string) string {
 		fmt.Fprintf(&b, "- %s: %v\n", InitContainerName, err)
 		return b.String()
 	}
-	info, err := ImageListing(image, release, names)
+	info, err := ImageListing(o)
 	info.Ref = subj.Container.Image
 	fmt.Fprintf(&b, "- %s of %s, image reference `%s`\n", InitContainerName, subj.Workload, info.Ref)
 	if err != nil {
 		fmt.Fprintf(&b, "- image: %v\n", err)
 		return b.String()
 	}
-	if image == "" {
+	switch {
+	case o.Pinned != nil:
+		fmt.Fprintf(&b, "- image: the release's pinned image itself, `%s`, unchanged, from `%s`\n", o.Pinned.Ref, o.Pinned.Describe())
+	case o.Image == "":
 		fmt.Fprintf(&b, "- image: the suite's reference build (%s), not the image the reference names\n", info.Built)
-	} else {
-		fmt.Fprintf(&b, "- image: the user's, `%s`\n", image)
+	default:
+		fmt.Fprintf(&b, "- image: the user's, `%s`\n", o.Image)
+	}
+	if info.NoPluginsDir {
+		fmt.Fprintf(&b, "- /%s: none, the image has no such directory (a multus image that predates staging)\n", PluginsDir)
+		return b.String()
 	}
 	fmt.Fprintf(&b, "- /%s (%d): %s\n", PluginsDir, len(info.Entries), info.Listing())
 	return b.String()

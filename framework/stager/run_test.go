@@ -4,8 +4,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 )
 
 // The container-less run itself: root of its own, security context as
@@ -71,5 +74,53 @@ spec:
 	mi, _ := os.ReadFile("/proc/self/mountinfo")
 	if strings.Contains(string(mi), n.base) {
 		t.Errorf("mounts left behind:\n%s", mi)
+	}
+}
+
+// The release's pinned image without /cni-plugins (--image-archive) is run
+// as it is: the node sees no /cni-plugins, and the guide's script says
+// why it stages nothing.
+func TestLabRunsAPinnedImageWithoutPluginsDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	t.Cleanup(func() { _ = DropImageCache() })
+	repo := filepath.Join("..", "..")
+	image, older := filepath.Join(repo, "bin", "cni", "v1.9.1"), filepath.Join(repo, "bin", "cni", "v1.6.2")
+	if _, err := os.Stat(filepath.Join(older, "bridge")); err != nil {
+		t.Skip("plugins not built (make plugins)")
+	}
+	img := testImage(t, [2]string{"usr/src/multus-cni/bin/multus-daemon", "m"})
+	archive := writeLayout(t, filepath.Join(t.TempDir(), "oci"), func(lp layout.Path) error { return lp.AppendImage(img) })
+	a, err := ReadArchive(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned, err := a.Pin(pinnedRepo + "@" + digestOf(t, img))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab, err := NewLab(Options{Manifest: filepath.Join(repo, DefaultManifest), Pinned: pinned, Release: image, OlderRelease: older, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := lab.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	if !lab.Image.NoPluginsDir || !strings.Contains(lab.Image.String(), pinned.Ref) {
+		t.Fatalf("the lab's image: %s", lab.Image)
+	}
+	n, err := lab.Prepare(Scenario{Name: "pinned"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := lab.Stage(context.Background(), n)
+	if err != nil {
+		t.Fatalf("Stage: %v\nlog:\n%s", err, res.Log)
+	}
+	if !slices.Contains(res.LogLines(), "no /cni-plugins in this image; skipping staging") || res.ExitCode != 0 {
+		t.Errorf("exit %d, log:\n%s\nwant the guide's skip line and exit 0", res.ExitCode, res.Log)
 	}
 }

@@ -54,6 +54,7 @@ func newLab(r *run.Run) (*stager.Lab, error) {
 	lab, err := stager.NewLab(stager.Options{
 		Manifest:     cfg.StagerManifest,
 		Image:        cfg.StagerImage,
+		Pinned:       cfg.StagerPinned(),
 		ImagePlugins: cfg.StagerImagePlugins(),
 		Release:      cfg.PluginDir,
 		OlderRelease: cfg.OldPluginDir,
@@ -221,6 +222,13 @@ func extras(lab *stager.Lab, res stager.Result) []string {
 		}
 	}
 	return out
+}
+
+// skippedStaging is STG-01's failure when the image has no /cni-plugins:
+// the guide's own line, as the script logged it, then the image by its
+// reference (the release's pinned one, with --image-archive).
+func skippedStaging(lab *stager.Lab) string {
+	return fmt.Sprintf("install-cni-plugins logged `%s` and installed none of the 14 from %s", skipLine, lab.Image)
 }
 
 // describeRun is the context a failed assertion prints.
