@@ -204,17 +204,7 @@ func (ps *Prestarted) boot(ctx context.Context, p platform.Platform, background 
 	if background {
 		hold = holdBackgroundSlot
 	}
-	release, err := hold(ctx, p)
-	if err != nil {
-		return nil, fmt.Errorf("starting %s: %w", ps.name, err)
-	}
-	defer release()
-	g, err := p.StartVM(ctx, spec)
-	if err != nil {
-		return vm, fmt.Errorf("starting %s: %w", ps.name, err)
-	}
-	vm.Guest = g
-	return vm, nil
+	return vm, boot(ctx, p, []platform.VMSpec{spec}, []*VM{vm}, 1, hold)
 }
 
 // untaken counts the VMs booting or booted ahead that no spec took yet.
