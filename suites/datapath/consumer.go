@@ -1,6 +1,7 @@
 package datapath
 
 import (
+	"slices"
 	"syscall"
 	"time"
 
@@ -46,6 +47,11 @@ func consumerSpecs(r *run.Run) {
 				Skip("no node provisioned for macvlan on this platform (vendor mode has one, per the guide)")
 			}
 			parent := node.ParentPoint().Iface
+			// A VM booted ahead on a macvlan attachment (VLAN-03's) holds a
+			// child of the parent too: only this spec's consumer may.
+			Expect(framework.SetAside(ctx, func(s platform.VMSpec) bool {
+				return s.Node == node && slices.Contains(s.Networks, "vlan100-macvlan")
+			})).To(Succeed(), "deleting the VMs booted ahead on a macvlan attachment on %s", node.Name())
 			Expect(f.ApplyNAD(ctx, "vlan100-macvlan", "vlan100-macvlan")).To(Succeed())
 			Expect(f.ApplyNAD(ctx, "vlan100", config.GuideNADFixture)).To(Succeed())
 

@@ -33,6 +33,8 @@ type Prestarted struct {
 	mu    sync.Mutex
 	state prestartState
 	done  chan struct{} // closed when the background's boot of it ended
+	spec  platform.VMSpec
+	began bool // its boot got its slot: it may have made things on the node
 	vm    *VM
 	err   error
 }
@@ -141,6 +143,46 @@ func StopPrestarts(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// SetAside deletes the VMs booted ahead, not taken yet, whose spec
+// matches: a spec that Disrupts calls it for the ones it would disturb or
+// be disturbed by (VLAN-13 re-cables a macvlan parent, which a booted-ahead
+// vm-mv holds a child of: EBUSY). Each boots again when its spec takes it.
+// Call it after Disrupts, which ends the background's boots under way.
+func SetAside(ctx context.Context, match func(platform.VMSpec) bool) error {
+	prestarts.Lock()
+	all := append([]*Prestarted(nil), prestarts.all...)
+	prestarts.Unlock()
+	var errs []error
+	for _, ps := range all {
+		ps.mu.Lock()
+		state, began := ps.state, ps.began
+		ps.mu.Unlock()
+		// A background boot that has not got its slot waits for the
+		// disruption to end: it made nothing yet.
+		if state != ready && (state != booting || !began) {
+			continue
+		}
+		// Disrupts waited for the boot to return; its state follows at once.
+		select {
+		case <-ps.done:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		ps.mu.Lock()
+		vm, spec := ps.vm, ps.spec
+		aside := ps.state == ready && match(spec)
+		if aside {
+			ps.state, ps.vm, ps.err, ps.began = waiting, nil, nil, false
+		}
+		ps.mu.Unlock()
+		if aside && vm != nil && vm.Guest != nil {
+			AddReportEntry("set aside", fmt.Sprintf("%s, booted ahead, deleted: its spec boots it again", ps.name))
+			errs = append(errs, vm.p.DeleteVM(ctx, vm.Guest))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Take is the VM for the current spec, deleted when the spec (or the
 // container, from a BeforeAll) ends.
 func (ps *Prestarted) Take(ctx context.Context) (*VM, error) {
@@ -199,10 +241,21 @@ func (ps *Prestarted) boot(ctx context.Context, p platform.Platform, background 
 	}
 	spec.Name = ps.name
 	spec.Namespace, spec.CloudInit = ps.f.Namespace(), ps.f.CloudInit(ps.addr)
+	ps.mu.Lock()
+	ps.spec = spec
+	ps.mu.Unlock()
 	vm := &VM{Addr: ps.addr, p: p}
 	hold := holdSlot
 	if background {
-		hold = holdBackgroundSlot
+		hold = func(ctx context.Context, p platform.Platform) (func(), error) {
+			release, err := holdBackgroundSlot(ctx, p)
+			if err == nil {
+				ps.mu.Lock()
+				ps.began = true
+				ps.mu.Unlock()
+			}
+			return release, err
+		}
 	}
 	return vm, boot(ctx, p, []platform.VMSpec{spec}, []*VM{vm}, 1, hold)
 }
