@@ -11,10 +11,12 @@
 //	|  (timers: --arp-profile)      |   100   |   vcf-vm-tenant-arp-vm-arpNN: enp2s0 |
 //	+-------------------------------+         +-------------------------------------+
 //
-// ARP-01..04 re-create one guest in turn (vm-arp), each spec its own
-// re-creation, each that reads the gateway's entry first having the
-// gateway resolve the guest afresh, so no spec leans on what another left
-// in the gateway's entry; ARP-05 and ARP-06 have guests of their own
+// ARP-02..04 re-create one guest in turn (vm-arp), each that reads the
+// gateway's entry first having the gateway resolve the guest afresh, so no
+// spec leans on what another left in the gateway's entry; ARP-03 times the
+// recovery from the outage ARP-02 just saw, when it did (the same event,
+// another side), and ARP-01 observes the last re-creation from the sides
+// the others do not; ARP-05 and ARP-06 have guests of their own
 // (vm.go: guests). The gateway's neighbour timers are part of the fixture: the lab
 // sets the declared profile, the specs read it back, report it and derive
 // their bound from what is declared.
@@ -76,12 +78,19 @@ func Specs(r *run.Run) {
 			// Each spec's first boot happens here, all together: the specs
 			// time re-creations, never a first boot.
 			booted = startFleet(ctx, f, p.BridgeNodes())
+			if v05, ok := booted.vms["vm-arp05"]; ok && pinnedBeside() {
+				var stop func()
+				booted.pinned, stop = recreatePinnedBeside(ctx, gw, p, v05)
+				DeferCleanup(stop)
+			}
 		})
 
 		// "The upstream gateway then holds a stale ARP entry for the old MAC ... so "gateway unreachable"
 		// immediately after re-creating a VM is expected ... rather than treating it as a fault."
 		It("[ARP-02] leaves the gateway holding the old MAC right after re-creation, so gateway-to-guest fails as expected", labels.Claim("ARP-02"), func(ctx SpecContext) {
-			v, err := booted.warmed(ctx, gw, "vm-arp")
+			v, err := booted.take(ctx, "vm-arp")
+			Expect(err).NotTo(HaveOccurred())
+			warmed, err := warmGateway(ctx, gw, v)
 			skip.IfNotObservable(err)
 			Expect(err).NotTo(HaveOccurred())
 
@@ -91,9 +100,11 @@ func Specs(r *run.Run) {
 			readAt := time.Now()
 			Expect(err).NotTo(HaveOccurred())
 			var res platform.PingResult
+			var firstSent time.Time
 			// The gateway's requests are watched where they leave it (the trunk):
 			// "no reply" proves the outage only if the requests went out.
 			onTrunk := wire.While(ctx, p.Trunk(v.Node()), f.Artifact("trunk.pcap"), func() {
+				firstSent = time.Now()
 				res, err = gw.Ping(ctx, v.addr, platform.WithCount(3), platform.WithInterval(100*time.Millisecond), platform.WithTimeout(300*time.Millisecond))
 			})
 			Expect(err).NotTo(HaveOccurred())
@@ -121,6 +132,10 @@ func Specs(r *run.Run) {
 			AddReportEntry("ARP-02 expected outage (not a fault)", fmt.Sprintf(
 				"as the guide warns: %d ms after re-creation the gateway's entry for %s is %s while the guest has %s; gateway → guest %d/%d echo requests answered",
 				readAt.Sub(rc.ready).Milliseconds(), v.addr, describeNeighbor(entry, rc.oldMAC, rc.newMAC), rc.newMAC, res.Received, res.Sent))
+			// The outage seen, its recovery is ARP-03's to time, from
+			// this re-creation: a TCG re-creation (two minutes) fewer.
+			rc.warmed, rc.atReady, rc.firstSent = warmed, entry, firstSent
+			v.outage = rc
 		})
 
 		// CLAIMS.md: "It recovers by itself once the gateway's entry ages out; the suite measures the time
@@ -148,20 +163,30 @@ func Specs(r *run.Run) {
 				tl.note("timers the gateway reports running: %s", describeTimers(running))
 			}
 
-			before, err := warmGateway(ctx, gw, v)
-			skip.IfNotObservable(err)
-			Expect(err).NotTo(HaveOccurred())
-
 			// The gateway is kept quiet while the VM is re-created: a boot
 			// takes minutes under TCG, and a gateway sending all along would
 			// have probed, failed and resolved the new MAC by broadcast before
 			// the guest is up, leaving nothing to time. Recovery is timed from
-			// the first echo request to the re-created guest, its entry then
-			// still holding the old MAC.
-			rc, err := v.recreate(ctx, p)
-			Expect(err).NotTo(HaveOccurred())
-			atReady, err := gw.Neighbor(ctx, v.addr)
-			Expect(err).NotTo(HaveOccurred())
+			// the gateway's echo requests to the re-created guest, its entry then
+			// still holding the old MAC. The re-creation is ARP-02's when
+			// that spec just saw its outage (its three echo requests are
+			// the first the gateway sent): the bound holds from any instant
+			// after the entry's last confirmation, so the stream's start
+			// still counts.
+			rc := v.takeOutage()
+			var before, atReady platform.Neighbor
+			if rc != nil {
+				before, atReady = rc.warmed, rc.atReady
+				f.Note("timing the recovery from the outage %q saw: its re-creation of %s, the gateway's first echo request to it %d ms after it was up", rc.by, v.Name(), rc.firstSent.Sub(rc.ready).Milliseconds())
+			} else {
+				before, err = warmGateway(ctx, gw, v)
+				skip.IfNotObservable(err)
+				Expect(err).NotTo(HaveOccurred())
+				rc, err = v.recreate(ctx, p)
+				Expect(err).NotTo(HaveOccurred())
+				atReady, err = gw.Neighbor(ctx, v.addr)
+				Expect(err).NotTo(HaveOccurred())
+			}
 			stream, err := gw.StartPing(ctx, v.addr, streamEvery)
 			skip.IfNotObservable(err)
 			Expect(err).NotTo(HaveOccurred())
@@ -179,18 +204,28 @@ func Specs(r *run.Run) {
 			if !before.Confirmed.IsZero() {
 				tl.add(before.Confirmed, "gateway entry last confirmed (old MAC %s)", rc.oldMAC)
 			}
-			if early, late, ok := expectedFailover(running, before.Confirmed, streamed); ok && runErr == nil {
+			// The entry's delay starts with the first packet the gateway
+			// sends to the re-created guest: ARP-02's, when it is that re-creation.
+			sentFrom := streamed
+			if !rc.firstSent.IsZero() {
+				sentFrom = rc.firstSent
+			}
+			if early, late, ok := expectedFailover(running, before.Confirmed, sentFrom); ok && runErr == nil {
+				shift := streamed.Sub(sentFrom)
 				tl.note("expected from the gateway's own state (reachable_time drawn %d ms, entry confirmed at %+d ms): recovery between %d and %d ms (timer-wheel rounding), plus up to two probe intervals",
-					running.ReachableTime.Milliseconds(), before.Confirmed.Sub(streamed).Milliseconds(), early.Milliseconds(), late.Milliseconds())
+					running.ReachableTime.Milliseconds(), before.Confirmed.Sub(streamed).Milliseconds(), (early - shift).Milliseconds(), (late - shift).Milliseconds())
 			}
 			tl.add(rc.start, "re-creation starts: %s deleted (MAC %s)", v.Name(), rc.oldMAC)
 			tl.add(rc.ready, "re-created %s is up (MAC %s); the gateway's entry: %s", v.Name(), rc.newMAC, describeNeighbor(atReady, rc.oldMAC, rc.newMAC))
+			if !rc.firstSent.IsZero() {
+				tl.add(rc.firstSent, "%s: the gateway's three echo requests to the re-created guest, unanswered (its outage)", rc.by)
+			}
 			tl.addProbes(probes, "gateway → guest")
 			tl.addNeighbor(changes, rc.oldMAC, rc.newMAC)
 			if recovered {
-				tl.note("measured: first reply %d ms after the gateway's first echo request (%d ms after the delete)", first.Reply.Sub(streamed).Milliseconds(), first.Reply.Sub(rc.start).Milliseconds())
+				tl.note("measured: first reply %d ms after the stream's first echo request (t = 0) (%d ms after the delete)", first.Reply.Sub(streamed).Milliseconds(), first.Reply.Sub(rc.start).Milliseconds())
 			} else {
-				tl.note("measured: no reply within %s of the gateway's first echo request", secs(limit))
+				tl.note("measured: no reply within %s of the stream's first echo request (t = 0)", secs(limit))
 			}
 			tl.add(time.Now(), "gateway entry at the end: %s", describeNeighbor(after, rc.oldMAC, rc.newMAC))
 			Expect(tl.write(f.Artifact("timeline.md"))).To(Succeed())
@@ -311,33 +346,18 @@ func Specs(r *run.Run) {
 		// Seed 003: KubeMacPool "injects a guaranteed-unique static MAC address into the manifest";
 		// "If a VM loses its MAC address after a live migration or restart, external DHCP reservations and ARP tables break."
 		It("[ARP-05] keeps a pinned MAC across re-creation, with no outage beyond the re-creation itself", labels.Claim("ARP-05"), func(ctx SpecContext) {
-			v, err := booted.warmed(ctx, gw, "vm-arp05")
-			skip.IfNotObservable(err)
+			var run pinnedRun
+			v, err := booted.take(ctx, "vm-arp05")
 			Expect(err).NotTo(HaveOccurred())
-			stream, err := gw.StartPing(ctx, v.addr, streamEvery)
-			skip.IfNotObservable(err)
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(stream.Stop)
-			watch := watchNeighbor(gw, v.addr, watchEvery)
-			DeferCleanup(watch.Stop)
-
-			time.Sleep(300 * time.Millisecond) // uninterrupted before
-			rc, err := v.recreate(ctx, p)
-			Expect(err).NotTo(HaveOccurred())
-			atReady, err := gw.Neighbor(ctx, v.addr)
-			Expect(err).NotTo(HaveOccurred())
-			// Traffic kept coming while the VM was gone: a re-creation slower
-			// than REACHABLE+DELAY+PROBE leaves the gateway resolving afresh by
-			// broadcast, and that cycle's tail belongs to the re-creation, with
-			// any MAC. An entry still holding a MAC gets no grace at all.
-			grace := time.Duration(0)
-			if len(atReady.MAC) == 0 {
-				if declared, err := gw.NeighProfile(ctx); err == nil {
-					grace = time.Duration(declared.Timers.McastSolicit) * declared.Timers.RetransTime
-				}
+			if booted.pinned != nil {
+				run, err = booted.pinned.wait(ctx)
+				f.Note("%s was re-created in the background, beside vm-arp's first re-creation: the gateway pinged it all along", v.Name())
+			} else {
+				run, err = recreatePinned(ctx, gw, p, v, CurrentSpecReport().LeafNodeText)
 			}
-			time.Sleep(1500 * time.Millisecond) // and after: any stale entry would show here
-			probes, changes := stream.Stop(), watch.Stop()
+			skip.IfNotObservable(err)
+			Expect(err).NotTo(HaveOccurred())
+			rc, atReady, grace, probes, changes := run.rc, run.atReady, run.grace, run.probes, run.changes
 			lost := lostSentAfter(probes, rc.ready.Add(grace))
 
 			tl := newTimeline("ARP-05: re-creating " + v.Name() + " with its MAC pinned to " + pinnedMAC)

@@ -26,18 +26,22 @@ const warmFor = 20 * time.Second
 
 // vm is a VM the spec re-creates: Guest is always the current incarnation,
 // last its latest re-creation, which a later spec may observe from
-// another side (ARP-01).
+// another side (ARP-01); outage a re-creation whose outage ARP-02 saw and
+// whose recovery ARP-03 times next.
 type vm struct {
 	*framework.VM
-	addr netip.Addr
-	last *recreation
+	addr   netip.Addr
+	last   *recreation
+	outage *recreation
 }
 
 // guests are the container's VMs, each at the tenant's next address in
-// this order. ARP-01..04 re-create one VM in turn: each observes its own
-// re-creation, and each that reads the gateway's entry before it first
-// has the gateway resolve the guest afresh (warmGateway), so none reads
-// what an earlier one left; a TCG boot is two minutes saved per spec.
+// this order. ARP-01..04 share one VM: ARP-02 and ARP-04 each re-create
+// it, and each that re-creates it first has the gateway resolve the guest
+// afresh (warmGateway), so none reads what an earlier one left in the
+// gateway; ARP-03 times the recovery of ARP-02's outage, ARP-01 observes
+// ARP-04's re-creation (each re-creating it alone when run alone); a TCG
+// boot is two minutes saved per spec.
 // ARP-05 pins a MAC, and ARP-06's two share one, so they have their own.
 // The VMs alternate between the bridge nodes, so that those started
 // together fit (each asks for the 4 GiB of vm-instance's default
@@ -55,17 +59,27 @@ var guests = []struct {
 }
 
 // fleet is the container's VMs as started, by name, with why any did not;
-// later are those still starting in the background.
+// later are those still starting in the background; pinned ARP-05's
+// re-creation when it runs beside vm-arp's (pinned.go).
 type fleet struct {
-	vms   map[string]*vm
-	err   error
-	later *framework.Behind
+	vms    map[string]*vm
+	err    error
+	later  *framework.Behind
+	pinned *beside
+}
+
+// pinnedBeside tells whether ARP-05 re-creates its VM in the background,
+// beside the first re-creation of vm-arp: both are selected.
+func pinnedBeside() bool {
+	return labels.Selected(labels.ARP, labels.Claim("ARP-05")) &&
+		slices.ContainsFunc(guests[0].claims, func(c string) bool { return c != "ARP-01" && labels.Selected(labels.ARP, labels.Claim(c)) })
 }
 
 // startFleet starts the guests of the specs the run selects, as
 // vm-instance renders them with the guide's cloud-init (and a pinned MAC
 // where the spec pins one). The first selected spec's guests start now,
-// side by side where the platform allows (framework.StartVMs); the others'
+// side by side where the platform allows (framework.StartVMs), with
+// ARP-05's when it re-creates it beside them (pinnedBeside); the others'
 // boot behind the specs that run first (framework.StartVMsBehind).
 func startFleet(ctx context.Context, f *framework.Framework, nodes []platform.Node) *fleet {
 	var now, later []platform.VMSpec
@@ -78,7 +92,7 @@ func startFleet(ctx context.Context, f *framework.Framework, nodes []platform.No
 		if first == nil {
 			first = g.claims
 		}
-		if slices.Equal(g.claims, first) {
+		if slices.Equal(g.claims, first) || slices.Contains(g.claims, "ARP-05") && pinnedBeside() {
 			now = append(now, spec)
 		} else {
 			later = append(later, spec)
@@ -147,6 +161,19 @@ type recreation struct {
 	oldMAC, newMAC net.HardwareAddr
 	before         platform.VMStatus // the VM object before it, where the platform has one (platform.KubeVMs)
 	by             string            // the spec that made it
+	// What ARP-02 saw of it, for ARP-03 to time the recovery of the same
+	// outage: the gateway's entry warmed before it and read when the VM
+	// was up, and when the gateway first sent to the re-created guest.
+	warmed, atReady platform.Neighbor
+	firstSent       time.Time
+}
+
+// takeOutage is the re-creation whose outage ARP-02 saw right before,
+// once: nil when ARP-02 did not run, failed, or another spec took it.
+func (v *vm) takeOutage() *recreation {
+	rc := v.outage
+	v.outage = nil
+	return rc
 }
 
 func (r recreation) took() time.Duration { return r.ready.Sub(r.start) }
@@ -169,7 +196,7 @@ func (v *vm) recreate(ctx context.Context, p platform.Platform) (*recreation, er
 		return r, fmt.Errorf("MAC %s: %w", r.oldMAC, err)
 	}
 	r.newMAC = v.MAC()
-	v.last = r
+	v.last, v.outage = r, nil
 	return r, nil
 }
 

@@ -225,7 +225,11 @@ func (c *Console) becomeRoot(ctx context.Context) error {
 	if err := c.send(setup); err != nil {
 		return err
 	}
-	_, err := c.expect(ctx, regexp.MustCompile(regexp.QuoteMeta(Prompt)+`$`), 30*time.Second)
+	// The new prompt starts a line; it need not end the output: cloud-init's
+	// final stage writes to the console too, and once its line came in the
+	// same read as the prompt ("vcf# [  106.346714] cloud-init[278]: ...").
+	// check's `id -u` then proves the shell answers.
+	_, err := c.expect(ctx, regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(Prompt)), 30*time.Second)
 	return err
 }
 

@@ -26,6 +26,9 @@ type fakeGuest struct {
 	// beforeEcho is printed when a command arrives, before its echo.
 	beforeEcho func(cmd string) string
 	noEcho     bool
+	// afterPrompt is printed with the suite's first prompt, in the same
+	// write: a console message that lands right after it.
+	afterPrompt string
 
 	mu       sync.Mutex
 	received []string
@@ -107,7 +110,7 @@ func (g *fakeGuest) serve() {
 		case "root":
 			if m := regexp.MustCompile(`PS1='([^']*)'`).FindStringSubmatch(line); m != nil {
 				g.prompt = m[1]
-				g.print(line + "\n" + g.prompt)
+				g.print(line + "\n" + g.prompt + g.afterPrompt)
 				g.set("suite")
 				continue
 			}
@@ -165,6 +168,18 @@ func TestLoginFromBootAndAgain(t *testing.T) {
 		if l == "ubuntu" || l == "pw" || l == "sudo -i" {
 			t.Fatalf("a second Login must not log in again; it sent %q", again)
 		}
+	}
+}
+
+// CI: cloud-init's final stage wrote to the console in the same read as
+// the suite's first prompt, which then did not end the output.
+func TestLoginWithAConsoleMessageAfterThePrompt(t *testing.T) {
+	g, c := newFake(t)
+	g.afterPrompt = "[  106.346714] cloud-init[278]: Cloud-init v. 22.4.2 running 'modules:final'\n"
+	start := time.Now()
+	login(t, c)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("login took %s: it waited out a timeout for a prompt that ended the output", took)
 	}
 }
 
