@@ -8,20 +8,19 @@ import (
 	"testing"
 )
 
-// A multi-document chart template as a Helm chart keeps it: template
-// directives around the init container, inline actions in values.
-const chartTemplate = `{{- if .Values.enabled }}
-apiVersion: v1
+// A multi-document chart as Helm renders it, the init container beside
+// another one.
+const renderedChart = `apiVersion: v1
 kind: ServiceAccount
 metadata:
   name: multus
-  namespace: {{ .Release.Namespace }}
+  namespace: cozy-multus
 ---
 apiVersion: apps/v1
 kind: DaemonSet
 metadata:
-  name: {{ .Release.Name }}
-  namespace: {{ .Release.Namespace }}
+  name: cozy-multus
+  namespace: cozy-multus
 spec:
   template:
     spec:
@@ -29,11 +28,10 @@ spec:
         runAsGroup: 7
       initContainers:
         - name: install-multus-binary
-          image: {{ .Values.image }}
+          image: multus:v4
           command: ["/install_multus"]
-        {{- if .Values.networking.stageCniPlugins }}
         - name: install-cni-plugins
-          image: "{{ .Values.image.repository }}:{{ .Values.image.tag }}"
+          image: "multus:v4"
           command: ["/bin/sh", "-c"]
           args:
             - |
@@ -47,26 +45,24 @@ spec:
           volumeMounts:
             - name: cnibin
               mountPath: /host/opt/cni/bin
-        {{- end }}
       containers:
         - name: kube-multus
-          image: {{ .Values.image }}
+          image: multus:v4
       volumes:
         - name: cnibin
           hostPath:
             path: /opt/cni/bin
-{{- end }}
 `
 
-func TestParseSubjectFromChartTemplate(t *testing.T) {
-	s, err := ParseSubject([]byte(chartTemplate), "chart.yaml")
+func TestParseSubjectFromRenderedChart(t *testing.T) {
+	s, err := ParseSubject([]byte(renderedChart), "chart.yaml")
 	if err != nil {
 		t.Fatalf("ParseSubject: %v", err)
 	}
 	if got, want := s.Argv(), []string{"/bin/sh", "-c", "set -u\necho staging\n"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("Argv = %q, want %q", got, want)
 	}
-	if got := s.Workload; got != "DaemonSet "+templatePlaceholder+"/"+templatePlaceholder {
+	if got := s.Workload; got != "DaemonSet cozy-multus/cozy-multus" {
 		t.Errorf("Workload = %q", got)
 	}
 	if p, err := s.NodeMountPath(); err != nil || p != "/host/opt/cni/bin" {
@@ -85,8 +81,20 @@ func TestParseSubjectFromChartTemplate(t *testing.T) {
 	}
 }
 
-func TestParseSubjectRefusesTemplatedCommand(t *testing.T) {
+// A chart template is not read around its actions: whatever part of it is
+// templated, it is refused, saying to render it.
+func TestParseSubjectRefusesChartTemplate(t *testing.T) {
 	for name, mutate := range map[string]func(string) string{
+		"directives around the document": func(s string) string {
+			return "{{- if .Values.enabled }}\n" + s + "{{- end }}\n"
+		},
+		"directives around the init container": func(s string) string {
+			s = strings.Replace(s, "        - name: install-cni-plugins\n", "        {{- if .Values.networking.stageCniPlugins }}\n        - name: install-cni-plugins\n", 1)
+			return strings.Replace(s, "      containers:\n", "        {{- end }}\n      containers:\n", 1)
+		},
+		"inline values": func(s string) string {
+			return strings.ReplaceAll(s, "namespace: cozy-multus", "namespace: {{ .Release.Namespace }}")
+		},
 		"inline action in the script": func(s string) string {
 			return strings.Replace(s, "echo staging", `echo {{ .Values.plugins | join " " }}`, 1)
 		},
@@ -102,12 +110,12 @@ func TestParseSubjectRefusesTemplatedCommand(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			in := mutate(chartTemplate)
-			if in == chartTemplate {
+			in := mutate(renderedChart)
+			if in == renderedChart {
 				t.Fatal("mutation did not apply")
 			}
 			_, err := ParseSubject([]byte(in), "chart.yaml")
-			if err == nil || !strings.Contains(err.Error(), "helm template") {
+			if err == nil || !strings.Contains(err.Error(), "render the chart") {
 				t.Fatalf("err = %v, want a refusal that says to render the chart", err)
 			}
 		})
