@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // A multi-document chart as Helm renders it, the init container beside
@@ -129,7 +131,7 @@ items:
 - apiVersion: apps/v1
   kind: DaemonSet
   metadata: {name: other, namespace: kube-system}
-  spec: {template: {spec: {containers: [{name: x, image: y}]}}}
+  spec: {template: {spec: {containers: [{name: x, image: busybox}]}}}
 - apiVersion: apps/v1
   kind: DaemonSet
   metadata: {name: cozy-multus, namespace: cozy-multus}
@@ -166,14 +168,18 @@ items:
 
 func TestParseSubjectErrors(t *testing.T) {
 	for name, tc := range map[string]struct{ in, want string }{
-		"no init container": {`kind: DaemonSet
+		"no init container": {`apiVersion: apps/v1
+kind: DaemonSet
 spec: {template: {spec: {initContainers: [{name: install-multus-binary, command: [x]}]}}}`, "no init container named install-cni-plugins (init containers seen: install-multus-binary)"},
-		"no pod template": {"kind: ConfigMap\ndata: {a: b}\n", "no pod template"},
-		"no command": {`kind: DaemonSet
+		"no pod template": {"apiVersion: v1\nkind: ConfigMap\ndata: {a: b}\n", "no pod template"},
+		"no command": {`apiVersion: apps/v1
+kind: DaemonSet
 spec: {template: {spec: {initContainers: [{name: install-cni-plugins, image: x}]}}}`, "has no command"},
-		"no node mount": {`kind: DaemonSet
+		"no node mount": {`apiVersion: apps/v1
+kind: DaemonSet
 spec: {template: {spec: {initContainers: [{name: install-cni-plugins, command: [sh]}]}}}`, "mounts no hostPath volume /opt/cni/bin"},
-		"not yaml": {"kind: DaemonSet\nspec: [\n", "not valid YAML"},
+		"not yaml":      {"kind: DaemonSet\nspec: [\n", "not valid YAML"},
+		"no apiVersion": {"kind: DaemonSet\nspec: {}\n", "an object without apiVersion"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := ParseSubject([]byte(tc.in), "m.yaml")
@@ -185,7 +191,7 @@ spec: {template: {spec: {initContainers: [{name: install-cni-plugins, command: [
 }
 
 func TestSecurityDefaultsAndAdds(t *testing.T) {
-	s := Subject{Container: Container{SecurityContext: &SecurityContext{Capabilities: &Capabilities{Drop: []string{"CAP_NET_RAW"}, Add: []string{"net_admin"}}}}}
+	s := Subject{Container: corev1.Container{SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"CAP_NET_RAW"}, Add: []corev1.Capability{"net_admin"}}}}}
 	sec, err := s.Security()
 	if err != nil {
 		t.Fatal(err)
@@ -198,7 +204,7 @@ func TestSecurityDefaultsAndAdds(t *testing.T) {
 		t.Errorf("allowPrivilegeEscalation unset must allow it; runAsUser unset must be noted: %+v", sec)
 	}
 	nonRoot := true
-	s.PodSecurity = &PodSecurityContext{RunAsNonRoot: &nonRoot}
+	s.PodSecurity = &corev1.PodSecurityContext{RunAsNonRoot: &nonRoot}
 	if _, err := s.Security(); err == nil {
 		t.Error("runAsNonRoot with uid 0 must be refused")
 	}

@@ -24,7 +24,8 @@ func TestStageRunsAsTheManifestSays(t *testing.T) {
 	}
 	manifest := filepath.Join(t.TempDir(), "probe.yaml")
 	script := `grep -E '^(CapEff|CapBnd|CapInh|NoNewPrivs|Uid|Gid):' /proc/self/status; ls /; ls /cni-plugins | wc -l; readlink -f /bin/sh; echo probe-message > /dev/termination-log; touch /host/opt/cni/bin/probe; echo on-stderr >&2`
-	if err := os.WriteFile(manifest, []byte(`kind: DaemonSet
+	if err := os.WriteFile(manifest, []byte(`apiVersion: apps/v1
+kind: DaemonSet
 spec:
   template:
     spec:
