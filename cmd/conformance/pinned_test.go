@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cozystack/vlan-conformance/framework/config/configtest"
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
+	"github.com/cozystack/vlan-conformance/framework/image/imagetest"
 	"github.com/cozystack/vlan-conformance/framework/report"
 )
 
@@ -55,8 +55,8 @@ func TestPinnedImage(t *testing.T) {
 		}
 		entries = append(entries, [2]string{"cni-plugins/" + p, string(b)})
 	}
-	withPlugins, withDigest := configtest.WriteImage(t, filepath.Join(dir, "with-plugins"), false, entries...)
-	without, withoutDigest := configtest.WriteImage(t, filepath.Join(dir, "without-plugins.tar"), true, daemon)
+	withPlugins, withDigest := imagetest.WriteImage(t, filepath.Join(dir, "with-plugins"), false, entries...)
+	without, withoutDigest := imagetest.WriteImage(t, filepath.Join(dir, "without-plugins.tar"), true, daemon)
 
 	pinnedTo := func(digest string) (*cozystack.Release, string) {
 		c, err := rel.CopyTo(t.TempDir())

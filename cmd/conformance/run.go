@@ -12,10 +12,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
-
 	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/image"
 	"github.com/cozystack/vlan-conformance/framework/labvm"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/cabling"
 	"github.com/cozystack/vlan-conformance/framework/report"
@@ -343,27 +341,8 @@ func describeGuest(cl *config.ClusterConfig) string {
 		boot = "kernelBoot " + g.KernelBoot
 	}
 	out := fmt.Sprintf("%s (%s, user %s); the guide's cloud-init (fixtures/cloud-init/vlan100.yaml)", g.Image, boot, g.User)
-	if v := imageLabel(g.Image, cl.Archives(), "io.vcf.guest.versions"); v != "" {
+	if v := image.Label(g.Image, cl.Archives(), "io.vcf.guest.versions"); v != "" {
 		out += "; in the image: " + strings.TrimSuffix(v, ";")
 	}
 	return out
-}
-
-// imageLabel reads a label of the image ref from the first docker-archive
-// that carries it ("" when none does, or it has no such label).
-func imageLabel(ref string, archives []string, key string) string {
-	tag, err := name.NewTag(ref)
-	if err != nil {
-		return ""
-	}
-	for _, a := range archives {
-		img, err := tarball.ImageFromPath(a, &tag)
-		if err != nil {
-			continue
-		}
-		if cf, err := img.ConfigFile(); err == nil {
-			return cf.Config.Labels[key]
-		}
-	}
-	return ""
 }

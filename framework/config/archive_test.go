@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cozystack/vlan-conformance/framework/config/configtest"
+	"github.com/cozystack/vlan-conformance/framework/image/imagetest"
 	"github.com/cozystack/vlan-conformance/framework/stager"
 )
 
@@ -15,7 +16,7 @@ import (
 func TestImageArchiveIsCheckedAgainstThePin(t *testing.T) {
 	rel := configtest.Release(t, root)
 	pinned, digest := configtest.PinnedArchive(t, rel, "pinned")
-	other, otherDigest := configtest.WriteImage(t, filepath.Join(t.TempDir(), "other.tar"), true, [2]string{"etc/hostname", "another image"})
+	other, otherDigest := imagetest.WriteImage(t, filepath.Join(t.TempDir(), "other.tar"), true, [2]string{"etc/hostname", "another image"})
 	cfg, err := configtest.Lab(t, root, "--cozystack="+rel.Dir, "--image-archive="+pinned)
 	if err != nil {
 		t.Fatalf("the pinned image's archive: %v", err)

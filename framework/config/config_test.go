@@ -74,7 +74,7 @@ func TestValidateRejectsBadStagerSubject(t *testing.T) {
 		return p
 	}
 	ds := func(initContainers, volumes string) string {
-		return "kind: DaemonSet\nspec:\n  template:\n    spec:\n      initContainers:\n" + initContainers + "      volumes:\n" + volumes
+		return "apiVersion: apps/v1\nkind: DaemonSet\nspec:\n  template:\n    spec:\n      initContainers:\n" + initContainers + "      volumes:\n" + volumes
 	}
 	mount := "        volumeMounts: [{name: cnibin, mountPath: /host/opt/cni/bin}]\n"
 	if err := os.Mkdir(filepath.Join(dir, "no-plugins-root"), 0o755); err != nil {
@@ -84,7 +84,7 @@ func TestValidateRejectsBadStagerSubject(t *testing.T) {
 		flag, want string
 	}{
 		{"--stager-manifest=" + file("not-yaml", "root:x:0:0:root:/root:/bin/bash\n{ nope: [\n"), "not valid YAML"},
-		{"--stager-manifest=" + file("no-init.yaml", ds("        - {name: install-multus-binary, command: [true]}\n", "        - {name: cnibin, hostPath: {path: /opt/cni/bin}}\n")), "no init container named install-cni-plugins"},
+		{"--stager-manifest=" + file("no-init.yaml", ds("        - {name: install-multus-binary, command: [\"true\"]}\n", "        - {name: cnibin, hostPath: {path: /opt/cni/bin}}\n")), "no init container named install-cni-plugins"},
 		{"--stager-manifest=" + file("no-mount.yaml", ds("        - name: install-cni-plugins\n          command: [sh]\n  "+mount, "        - {name: cnibin, emptyDir: {}}\n")), "mounts no hostPath volume /opt/cni/bin"},
 		{"--stager-image=" + filepath.Join(dir, "no-plugins-root"), "no cni-plugins/ directory"},
 		{"--stager-image=" + file("not-a-tar", "hello"), "not a directory or a tar archive"},

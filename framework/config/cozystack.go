@@ -13,6 +13,7 @@ import (
 	"github.com/cozystack/vlan-conformance/fixtures"
 	"github.com/cozystack/vlan-conformance/framework/atomicfile"
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
+	"github.com/cozystack/vlan-conformance/framework/image"
 	"github.com/cozystack/vlan-conformance/framework/stager"
 )
 
@@ -39,7 +40,7 @@ type Subject struct {
 	// release pins them; Pinned the --image-archive files, each with the
 	// reference whose digest it holds.
 	Images []cozystack.ImageRef
-	Pinned []*stager.Pinned
+	Pinned []*image.Pinned
 	// Ledger lists every change the suite makes to the release's output.
 	Ledger *cozystack.Ledger
 	// Manifest is where Prepare wrote the rendered multus chart.
@@ -207,7 +208,7 @@ func noStaging(img *cozystack.MultusImage, p *cozystack.Platform, m *cozystack.M
 }
 
 // readArchives reads each --image-archive and finds the image of the
-// release it holds by digest (stager.Archive.Pin); an archive that holds
+// release it holds by digest (image.Archive.Pin); an archive that holds
 // none is bad input naming both.
 func (s *Subject) readArchives(paths []string) error {
 	var refs []string
@@ -218,12 +219,12 @@ func (s *Subject) readArchives(paths []string) error {
 	}
 	var errs []error
 	for _, p := range paths {
-		a, err := stager.ReadArchive(p)
+		a, err := image.ReadArchive(p)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--image-archive: %w", err))
 			continue
 		}
-		var pinned *stager.Pinned
+		var pinned *image.Pinned
 		var misses []error
 		for _, ref := range refs {
 			if pinned, err = a.Pin(ref); err == nil {
@@ -236,7 +237,7 @@ func (s *Subject) readArchives(paths []string) error {
 			errs = append(errs, fmt.Errorf("--image-archive %s: the release's %s renders no image to check it against", p, cozystack.MultusChart))
 		case pinned == nil:
 			errs = append(errs, fmt.Errorf("--image-archive: %w", errors.Join(misses...)))
-		case slices.ContainsFunc(s.Pinned, func(o *stager.Pinned) bool { return o.Ref == pinned.Ref }):
+		case slices.ContainsFunc(s.Pinned, func(o *image.Pinned) bool { return o.Ref == pinned.Ref }):
 			errs = append(errs, fmt.Errorf("--image-archive %s: another archive already holds %s", p, pinned.Ref))
 		default:
 			s.Pinned = append(s.Pinned, pinned)
@@ -247,7 +248,7 @@ func (s *Subject) readArchives(paths []string) error {
 
 // PinnedFor is the --image-archive that holds the image the release pins
 // for the container im, nil when none does.
-func (s *Subject) PinnedFor(im cozystack.ImageRef) *stager.Pinned {
+func (s *Subject) PinnedFor(im cozystack.ImageRef) *image.Pinned {
 	for _, p := range s.Pinned {
 		if p.Ref == im.Ref {
 			return p
@@ -270,7 +271,7 @@ func (s *Subject) StagerImageRef() (cozystack.ImageRef, bool) {
 // StagerPinned is the release's own image for install-cni-plugins, read
 // from the --image-archive that holds it: the stager specs run it
 // unchanged. nil without one.
-func (c *Config) StagerPinned() *stager.Pinned {
+func (c *Config) StagerPinned() *image.Pinned {
 	s := c.Subject()
 	if s == nil {
 		return nil

@@ -1,14 +1,13 @@
 package stager
 
 import (
-	"archive/tar"
 	"fmt"
-	"io"
+	"maps"
 	"os"
+	"slices"
 
+	"github.com/cozystack/vlan-conformance/framework/image"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
 // The cluster tier's image (--cni-plugins-image) is the same half of the
@@ -61,19 +60,18 @@ func CheckClusterImage(ref string, archives []string) error {
 
 func archiveImage(archive string, tag name.Tag, ref string) (ImageInfo, error) {
 	info := ImageInfo{Ref: ref, Source: archive + " (" + ref + ")"}
-	img, err := tarball.ImageFromPath(archive, &tag)
+	rc, err := image.TaggedFileSystem(archive, tag)
 	if err != nil {
-		return info, fmt.Errorf("%s: %w", archive, err)
+		return info, err
 	}
+	defer rc.Close()
 	dir, err := os.MkdirTemp("", "stager-cluster-image-*")
 	if err != nil {
 		return info, err
 	}
 	defer os.RemoveAll(dir)
-	rc := mutate.Extract(img)
-	defer rc.Close()
 	payload := dir + "/" + PluginsDir
-	found, err := untarPlugins(tar.NewReader(rc), payload)
+	found, err := image.CopyDir(rc, PluginsDir, payload)
 	if err != nil {
 		return info, fmt.Errorf("%s (%s): %w", archive, ref, err)
 	}
@@ -84,15 +82,11 @@ func archiveImage(archive string, tag name.Tag, ref string) (ImageInfo, error) {
 	return info, err
 }
 
-// archiveTags lists the RepoTags of a docker-archive's manifest.json.
+// archiveTags lists the tags of a docker-archive's manifest.json.
 func archiveTags(p string) ([]string, error) {
-	m, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(p) })
+	tags, err := image.DockerTags(p)
 	if err != nil {
 		return nil, fmt.Errorf("%s: read as a docker-archive: %w", p, err)
 	}
-	var out []string
-	for _, d := range m {
-		out = append(out, d.RepoTags...)
-	}
-	return out, nil
+	return slices.Sorted(maps.Keys(tags)), nil
 }

@@ -1,20 +1,15 @@
 package stager
 
 import (
-	"archive/tar"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/cozystack/vlan-conformance/framework/image"
 )
 
 // PluginsDir is where the multus image carries the plugins it stages.
@@ -41,7 +36,7 @@ func extractPlugins(src, digest, dst string) error {
 	if err != nil {
 		return err
 	}
-	if fi.IsDir() && !isLayout(src) {
+	if fi.IsDir() && !image.IsLayout(src) {
 		in := filepath.Join(src, PluginsDir)
 		if st, err := os.Stat(in); err != nil || !st.IsDir() {
 			return fmt.Errorf("%s: no %s/ directory in this image root", src, PluginsDir)
@@ -51,204 +46,17 @@ func extractPlugins(src, digest, dst string) error {
 		}
 		return copyTree(in, dst)
 	}
-	rc, err := rootFS(src, digest)
+	rc, err := image.FileSystem(src, digest)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	found, err := untarPlugins(tar.NewReader(rc), dst)
+	found, err := image.CopyDir(rc, PluginsDir, dst)
 	if err != nil {
 		return fmt.Errorf("%s: %w", src, err)
 	}
 	if !found {
 		return fmt.Errorf("%s: %w", src, ErrNoPluginsDir)
-	}
-	return nil
-}
-
-// rootFS opens an image as its flattened file system: the layers of a
-// docker-archive or OCI layout applied in order (whiteouts honoured, by
-// go-containerregistry), or the tarball itself when it is one already.
-// digest picks the image of an OCI index ("": the first).
-func rootFS(p, digest string) (io.ReadCloser, error) {
-	if isLayout(p) {
-		img, err := layoutImage(p, digest)
-		if err != nil {
-			return nil, fmt.Errorf("%s: read as an OCI layout: %w", p, err)
-		}
-		return mutate.Extract(img), nil
-	}
-	names, err := topNames(p)
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	// `docker save` of Docker 25+ carries both; only its OCI index can
-	// keep the registry's digest (ReadArchive).
-	case names["oci-layout"] && (digest != "" || !names["manifest.json"]):
-		rc, err := ociImage(p, digest)
-		if err != nil {
-			return nil, fmt.Errorf("%s: read as an OCI layout: %w", p, err)
-		}
-		return rc, nil
-	case names["manifest.json"] && digest == "":
-		img, err := tarball.ImageFromPath(p, nil)
-		if err != nil {
-			return nil, fmt.Errorf("%s: read as a docker-archive: %w", p, err)
-		}
-		return mutate.Extract(img), nil
-	case digest != "":
-		return nil, fmt.Errorf("%s: no OCI index to find %s in", p, digest)
-	}
-	return os.Open(p) // a file system tarball already (crane export)
-}
-
-// isLayout tells whether p is an OCI layout directory.
-func isLayout(p string) bool {
-	fi, err := os.Stat(filepath.Join(p, "oci-layout"))
-	return err == nil && fi.Mode().IsRegular()
-}
-
-// topNames lists the top-level file names of a tar archive.
-func topNames(p string) (map[string]bool, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	out := map[string]bool{}
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: not a directory or a tar archive: %w", p, err)
-		}
-		if n := path.Clean(strings.TrimPrefix(h.Name, "./")); !strings.Contains(n, "/") {
-			out[n] = true
-		}
-	}
-}
-
-// ociImage unpacks an OCI-layout tarball into a temporary directory (the
-// library reads layouts from directories) and opens the file system of its
-// image digest (layoutImage); closing it removes the directory.
-func ociImage(p, digest string) (io.ReadCloser, error) {
-	dir, err := unpackLayout(p, nil)
-	if err != nil {
-		return nil, err
-	}
-	img, err := layoutImage(dir, digest)
-	if err != nil {
-		return nil, errors.Join(err, os.RemoveAll(dir))
-	}
-	return removeOnClose{mutate.Extract(img), dir}, nil
-}
-
-// unpackLayout writes the entries of the tarball p that keep accepts (nil:
-// all) into a new temporary directory, which the caller removes.
-func unpackLayout(p string, keep func(*tar.Header) bool) (string, error) {
-	dir, err := os.MkdirTemp("", "stager-oci-*")
-	if err != nil {
-		return "", err
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		return "", errors.Join(err, os.RemoveAll(dir))
-	}
-	defer f.Close()
-	if err := untarAll(tar.NewReader(f), dir, keep); err != nil {
-		return "", errors.Join(err, os.RemoveAll(dir))
-	}
-	return dir, nil
-}
-
-type removeOnClose struct {
-	io.ReadCloser
-	dir string
-}
-
-func (r removeOnClose) Close() error { return errors.Join(r.ReadCloser.Close(), os.RemoveAll(r.dir)) }
-
-// untarAll writes every regular file and directory of tr that keep
-// accepts (nil: all) under dir.
-func untarAll(tr *tar.Reader, dir string, keep func(*tar.Header) bool) error {
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		rel := path.Clean(strings.TrimPrefix(h.Name, "/"))
-		if rel == "." || strings.HasPrefix(rel, "../") || (keep != nil && !keep(h)) {
-			continue
-		}
-		if err := writeEntry(tr, h, filepath.Join(dir, rel)); err != nil {
-			return err
-		}
-	}
-}
-
-// untarPlugins writes the entries under cni-plugins/ of a file system
-// tarball into dst; found tells whether the directory was there at all.
-func untarPlugins(tr *tar.Reader, dst string) (found bool, err error) {
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return found, nil
-		}
-		if err != nil {
-			return found, err
-		}
-		rel := path.Clean(strings.TrimPrefix(strings.TrimPrefix(h.Name, "./"), "/"))
-		if rel != PluginsDir && !strings.HasPrefix(rel, PluginsDir+"/") {
-			continue
-		}
-		found = true
-		if dst == "" {
-			continue
-		}
-		if rel == PluginsDir {
-			h.Typeflag = tar.TypeDir
-		}
-		if err := writeEntry(tr, h, filepath.Join(dst, strings.TrimPrefix(rel, PluginsDir))); err != nil {
-			return found, err
-		}
-	}
-}
-
-// writeEntry writes one tar entry at p; kinds other than files,
-// directories and symlinks are not plugins and are left out.
-func writeEntry(tr *tar.Reader, h *tar.Header, p string) error {
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	mode := os.FileMode(h.Mode).Perm()
-	switch h.Typeflag {
-	case tar.TypeDir:
-		if err := os.MkdirAll(p, 0o755); err != nil {
-			return err
-		}
-		return os.Chmod(p, mode)
-	case tar.TypeSymlink:
-		return os.Symlink(h.Linkname, p)
-	case tar.TypeReg:
-		out, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, tr); err != nil {
-			out.Close()
-			return err
-		}
-		if err := out.Close(); err != nil {
-			return err
-		}
-		return os.Chmod(p, mode)
 	}
 	return nil
 }
@@ -273,7 +81,7 @@ func cachedPlugins(src, digest, dst string) error {
 	if err != nil {
 		return err
 	}
-	if fi.IsDir() && !isLayout(src) {
+	if fi.IsDir() && !image.IsLayout(src) {
 		return extractPlugins(src, digest, dst)
 	}
 	abs, err := filepath.Abs(src)

@@ -1,90 +1,32 @@
 package stager
 
 import (
-	"archive/tar"
-	"bytes"
-	"io"
+	"errors"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/cozystack/vlan-conformance/framework/image"
+	"github.com/cozystack/vlan-conformance/framework/image/imagetest"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
-// fsTar is a file system tarball: name -> content ("" for a directory).
-func fsTar(t *testing.T, entries [][2]string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, e := range entries {
-		h := &tar.Header{Name: e[0], Mode: 0o755, Typeflag: tar.TypeReg, Size: int64(len(e[1]))}
-		if strings.HasSuffix(e[0], "/") {
-			h.Typeflag, h.Size = tar.TypeDir, 0
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(e[1])); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-// dirTar is the tarball of a directory's tree (an oci-archive of a layout).
-func dirTar(t *testing.T, dir string) []byte {
-	t.Helper()
-	var entries [][2]string
-	if err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
-		if err != nil || p == dir {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if fi.IsDir() {
-			entries = append(entries, [2]string{rel + "/", ""})
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		entries = append(entries, [2]string{rel, string(b)})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return fsTar(t, entries)
-}
+const pinnedRepo = "ghcr.io/cozystack/cozystack/multus-cni:v1.6.0"
 
 // twoLayers is an image whose second layer deletes a plugin of the first
 // (a whiteout) and adds another: only applying layers in order gives the
 // right /cni-plugins.
 func twoLayers(t *testing.T) v1.Image {
 	t.Helper()
-	var layers []v1.Layer
-	for _, l := range [][][2]string{
-		{{"cni-plugins/", ""}, {"cni-plugins/bridge", "old"}, {"cni-plugins/loopback", "x"}},
-		{{"cni-plugins/.wh.loopback", ""}, {"cni-plugins/bridge", "new"}, {"cni-plugins/vlan", "v"}},
-	} {
-		data := fsTar(t, l)
-		layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
-		if err != nil {
-			t.Fatal(err)
-		}
-		layers = append(layers, layer)
-	}
-	img, err := mutate.AppendLayers(empty.Image, layers...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return img
+	return imagetest.Layers(t,
+		[][2]string{{"cni-plugins/", ""}, {"cni-plugins/bridge", "old"}, {"cni-plugins/loopback", "x"}},
+		[][2]string{{"cni-plugins/.wh.loopback", ""}, {"cni-plugins/bridge", "new"}, {"cni-plugins/vlan", "v"}},
+	)
 }
 
 func TestExtractPluginsFromEachImageForm(t *testing.T) {
@@ -95,20 +37,11 @@ func TestExtractPluginsFromEachImageForm(t *testing.T) {
 	if err := tarball.WriteToFile(dockerArchive, name.MustParseReference("example.invalid/multus:t"), img); err != nil {
 		t.Fatal(err)
 	}
-	ociDir := filepath.Join(dir, "oci")
-	lp, err := layout.Write(ociDir, empty.Index)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lp.AppendImage(img); err != nil {
-		t.Fatal(err)
-	}
+	ociDir := imagetest.Layout(t, filepath.Join(dir, "oci"), func(lp layout.Path) error { return lp.AppendImage(img) })
 	ociTar := filepath.Join(dir, "oci.tar")
-	if err := os.WriteFile(ociTar, dirTar(t, ociDir), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	imagetest.WriteTarDir(t, ociDir, ociTar)
 	exported := filepath.Join(dir, "crane-export.tar")
-	if err := os.WriteFile(exported, fsTar(t, [][2]string{{"./cni-plugins/", ""}, {"./cni-plugins/bridge", "new"}, {"./cni-plugins/vlan", "v"}, {"./etc/hostname", "x"}}), 0o644); err != nil {
+	if err := os.WriteFile(exported, imagetest.Tar(t, [2]string{"./cni-plugins/", ""}, [2]string{"./cni-plugins/bridge", "new"}, [2]string{"./cni-plugins/vlan", "v"}, [2]string{"./etc/hostname", "x"}), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	root := filepath.Join(dir, "root")
@@ -147,7 +80,7 @@ func TestExtractPluginsFromEachImageForm(t *testing.T) {
 
 func TestCheckImageWithoutPlugins(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "rootfs.tar")
-	if err := os.WriteFile(p, fsTar(t, [][2]string{{"etc/hostname", "x"}}), 0o644); err != nil {
+	if err := os.WriteFile(p, imagetest.Tar(t, [2]string{"etc/hostname", "x"}), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := CheckImage(p); err == nil || !strings.Contains(err.Error(), "no /cni-plugins/") {
@@ -161,7 +94,7 @@ func TestImageTarballUnpackedOncePerProcess(t *testing.T) {
 	t.Cleanup(func() { _ = DropImageCache() })
 	dir := t.TempDir()
 	src := filepath.Join(dir, "fs.tar")
-	if err := os.WriteFile(src, fsTar(t, [][2]string{{"cni-plugins/", ""}, {"cni-plugins/bridge", "one"}}), 0o644); err != nil {
+	if err := os.WriteFile(src, imagetest.Tar(t, [2]string{"cni-plugins/", ""}, [2]string{"cni-plugins/bridge", "one"}), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	read := func(dst string) string {
@@ -181,7 +114,7 @@ func TestImageTarballUnpackedOncePerProcess(t *testing.T) {
 	if n := len(imageCache.byKey); n != 1 {
 		t.Fatalf("%d unpacked copies of one tarball, want 1", n)
 	}
-	if err := os.WriteFile(src, fsTar(t, [][2]string{{"cni-plugins/", ""}, {"cni-plugins/bridge", "two!"}}), 0o644); err != nil {
+	if err := os.WriteFile(src, imagetest.Tar(t, [2]string{"cni-plugins/", ""}, [2]string{"cni-plugins/bridge", "two!"}), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if got := read(filepath.Join(dir, "c")); got != "two!" {
@@ -220,20 +153,35 @@ func TestClusterImageFromArchive(t *testing.T) {
 	}
 
 	bare := filepath.Join(dir, "bare.tar")
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(fsTar(t, [][2]string{{"etc/hostname", "x"}}))), nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tarball.WriteToFile(bare, name.MustParseReference("localhost/vcf/bare:v1"), img); err != nil {
+	if err := tarball.WriteToFile(bare, name.MustParseReference("localhost/vcf/bare:v1"), imagetest.Image(t, [2]string{"etc/hostname", "x"})); err != nil {
 		t.Fatal(err)
 	}
 	if err := CheckClusterImage("localhost/vcf/bare:v1", []string{bare}); err == nil || !strings.Contains(err.Error(), "no /cni-plugins/") {
 		t.Fatalf("got %v, want an error naming the missing /cni-plugins/", err)
+	}
+}
+
+// A pinned image without /cni-plugins is read as such (the release's
+// failure), once per process, not refused.
+func TestPinnedImageWithoutPluginsDir(t *testing.T) {
+	t.Cleanup(func() { _ = DropImageCache() })
+	dir := t.TempDir()
+	img := imagetest.Image(t, [2]string{"usr/src/multus-cni/bin/multus-daemon", "m"})
+	p := imagetest.Layout(t, filepath.Join(dir, "oci"), func(lp layout.Path) error { return lp.AppendImage(img) })
+	pinned := &image.Pinned{Ref: pinnedRepo + "@" + imagetest.Digest(t, img), Archive: p, Format: "OCI layout", Digest: imagetest.Digest(t, img), Compared: "manifest digest"}
+	for i := range 2 {
+		info, err := readImage(Options{Pinned: pinned}, "", "", filepath.Join(dir, "payload", string(rune('a'+i))), cachedPlugins)
+		if err != nil || !info.NoPluginsDir {
+			t.Fatalf("read %d: %+v, %v; want an image without /cni-plugins and no error", i, info, err)
+		}
+		if !strings.Contains(info.String(), pinned.Ref) || !strings.Contains(info.String(), "no /cni-plugins") {
+			t.Errorf("the image is described as %q", info)
+		}
+	}
+	if n := len(imageCache.byKey); n != 1 {
+		t.Errorf("%d reads of one archive cached, want 1", n)
+	}
+	if err := extractPlugins(p, pinned.Digest, ""); !errors.Is(err, ErrNoPluginsDir) {
+		t.Errorf("extract: %v, want ErrNoPluginsDir", err)
 	}
 }

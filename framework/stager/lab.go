@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cozystack/vlan-conformance/framework/image"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,7 +22,7 @@ type Options struct {
 	Image string
 	// Pinned is the release's own image instead (--image-archive): read
 	// unchanged from its archive, which may carry no /cni-plugins at all.
-	Pinned       *Pinned
+	Pinned       *image.Pinned
 	ImagePlugins []string
 	Release      string // --plugin-dir: the upstream release (node layouts; the reference image)
 	OlderRelease string // --old-plugin-dir: an older release, for node layouts

@@ -2,11 +2,17 @@ package stager
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 
-	"sigs.k8s.io/yaml"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 )
 
 // InitContainerName is the init container the multus package adds when
@@ -22,59 +28,95 @@ const NodeCNIBinDir = "/opt/cni/bin"
 type Subject struct {
 	Source    string // the manifest file
 	Workload  string // e.g. "DaemonSet cozy-multus/cozy-multus"
-	Container Container
+	Container corev1.Container
 	// PodSecurity is the pod's securityContext (uid/gid defaults).
-	PodSecurity *PodSecurityContext
+	PodSecurity *corev1.PodSecurityContext
 	// Volumes are the pod's volumes by name.
-	Volumes map[string]Volume
+	Volumes map[string]corev1.Volume
 }
 
-// podSpec is the part of a pod template the subject is found in.
-type podSpec struct {
-	InitContainers  []Container         `json:"initContainers"`
-	Volumes         []Volume            `json:"volumes"`
-	SecurityContext *PodSecurityContext `json:"securityContext"`
-}
-
-// object is just enough of a workload, a Pod or a List to find pod specs.
-type object struct {
-	Kind     string `json:"kind"`
-	Metadata struct {
-		Name      string `json:"name"`
-		Namespace string `json:"namespace"`
-	} `json:"metadata"`
-	Spec struct {
-		podSpec
-		Template *struct {
-			Spec podSpec `json:"spec"`
-		} `json:"template"`
-		JobTemplate *struct {
-			Spec struct {
-				Template struct {
-					Spec podSpec `json:"spec"`
-				} `json:"template"`
-			} `json:"spec"`
-		} `json:"jobTemplate"`
-	} `json:"spec"`
-	Items []object `json:"items"`
-}
-
-// podSpec is the pod template of a workload, a CronJob or a Pod.
-func (o object) podSpec() (podSpec, bool) {
-	switch {
-	case o.Spec.Template != nil:
-		return o.Spec.Template.Spec, true
-	case o.Spec.JobTemplate != nil:
-		return o.Spec.JobTemplate.Spec.Template.Spec, true
-	case o.Kind == "Pod":
-		return o.Spec.podSpec, true
+// decoder reads the kinds that carry a pod template; any other kind (a
+// ConfigMap's neighbours, CRDs) is not registered and passes by.
+var decoder = func() runtime.Decoder {
+	sch := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme} {
+		if err := add(sch); err != nil {
+			panic(err) // the k8s.io/api registrations, fixed at build time
+		}
 	}
-	return podSpec{}, false
+	return serializer.NewCodecFactory(sch).UniversalDeserializer()
+}()
+
+// workload is a decoded object that carries a pod spec.
+type workload struct {
+	kind string
+	obj  runtime.Object
+	spec corev1.PodSpec
 }
 
-// LoadSubject reads a manifest (a rendered chart, `kubectl get ds -o yaml`,
-// or an unrendered chart template) and returns its install-cni-plugins init
-// container.
+// workloads are the objects of one YAML or JSON document that carry a pod
+// spec: a Pod, a workload's template, a CronJob's, or those of a List. It
+// decodes as the API server does, so a manifest a cluster would refuse
+// (no apiVersion, a number where a string goes) is refused here too.
+func workloads(doc []byte) ([]workload, error) {
+	obj, gvk, err := decoder.Decode(doc, nil, nil)
+	switch {
+	case runtime.IsNotRegisteredError(err), runtime.IsMissingKind(err):
+		return nil, nil
+	case runtime.IsMissingVersion(err):
+		return nil, errors.New("an object without apiVersion")
+	case err != nil:
+		return nil, err
+	}
+	w := workload{kind: gvk.Kind, obj: obj}
+	var tpl *corev1.PodTemplateSpec // spec.template, where the kind has one
+	switch o := obj.(type) {
+	case *corev1.List:
+		var out []workload
+		for _, item := range o.Items {
+			ws, err := workloads(item.Raw)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, ws...)
+		}
+		return out, nil
+	case *corev1.Pod:
+		w.spec = o.Spec
+		return []workload{w}, nil
+	case *batchv1.CronJob:
+		tpl = &o.Spec.JobTemplate.Spec.Template
+	case *corev1.ReplicationController:
+		tpl = o.Spec.Template
+	case *appsv1.DaemonSet:
+		tpl = &o.Spec.Template
+	case *appsv1.Deployment:
+		tpl = &o.Spec.Template
+	case *appsv1.StatefulSet:
+		tpl = &o.Spec.Template
+	case *appsv1.ReplicaSet:
+		tpl = &o.Spec.Template
+	case *batchv1.Job:
+		tpl = &o.Spec.Template
+	}
+	if tpl == nil {
+		return nil, nil
+	}
+	w.spec = tpl.Spec
+	return []workload{w}, nil
+}
+
+// name is "Kind namespace/name".
+func (w workload) name() string {
+	m, err := meta.Accessor(w.obj)
+	if err != nil {
+		return w.kind
+	}
+	return strings.TrimSpace(fmt.Sprintf("%s %s", w.kind, qualified(m.GetNamespace(), m.GetName())))
+}
+
+// LoadSubject reads a manifest (a rendered chart, `kubectl get ds -o yaml`)
+// and returns its install-cni-plugins init container.
 func LoadSubject(path string) (Subject, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -85,45 +127,36 @@ func LoadSubject(path string) (Subject, error) {
 
 // ParseSubject is LoadSubject on bytes; source names them in errors.
 func ParseSubject(data []byte, source string) (Subject, error) {
-	text, tpl := stripTemplates(string(data))
 	var (
 		found     []Subject
 		seenNames []string
 	)
-	for i, doc := range splitDocuments(text) {
+	for i, doc := range splitDocuments(string(data)) {
 		if strings.TrimSpace(doc.text) == "" {
 			continue
 		}
-		var o object
-		if err := yaml.Unmarshal([]byte(doc.text), &o); err != nil {
-			hint := ""
-			if len(tpl.dropped) > 0 || tpl.inline > 0 {
-				hint = " (template lines were dropped before parsing; render the chart with `helm template` and pass the result)"
+		ws, err := workloads([]byte(doc.text))
+		if err != nil {
+			err = fmt.Errorf("%s: document %d (line %d): not valid YAML: %v", source, i+1, doc.line, err)
+			if strings.Contains(doc.text, "{{") {
+				err = fmt.Errorf("%w; it %s", err, unrendered)
 			}
-			return Subject{}, fmt.Errorf("%s: document %d (line %d): not valid YAML: %v%s", source, i+1, doc.line, err, hint)
+			return Subject{}, err
 		}
-		objs := []object{o}
-		if len(o.Items) > 0 {
-			objs = o.Items
-		}
-		for _, o := range objs {
-			ps, ok := o.podSpec()
-			if !ok {
-				continue
-			}
-			for _, c := range ps.InitContainers {
+		for _, w := range ws {
+			for _, c := range w.spec.InitContainers {
 				seenNames = append(seenNames, c.Name)
 				if c.Name != InitContainerName {
 					continue
 				}
 				s := Subject{
 					Source:      source,
-					Workload:    strings.TrimSpace(fmt.Sprintf("%s %s", o.Kind, qualified(o.Metadata.Namespace, o.Metadata.Name))),
+					Workload:    w.name(),
 					Container:   c,
-					PodSecurity: ps.SecurityContext,
-					Volumes:     map[string]Volume{},
+					PodSecurity: w.spec.SecurityContext,
+					Volumes:     map[string]corev1.Volume{},
 				}
-				for _, v := range ps.Volumes {
+				for _, v := range w.spec.Volumes {
 					s.Volumes[v.Name] = v
 				}
 				found = append(found, s)
@@ -139,8 +172,8 @@ func ParseSubject(data []byte, source string) (Subject, error) {
 		return Subject{}, fmt.Errorf("%s: %d init containers named %s (in %s and %s); pass a manifest with one", source, len(found), InitContainerName, found[0].Workload, found[1].Workload)
 	}
 	s := found[0]
-	if err := tpl.checkCommand(s.Container); err != nil {
-		return Subject{}, fmt.Errorf("%s: %w", source, err)
+	if strings.Contains(strings.Join(s.Argv(), " "), "{{") {
+		return Subject{}, fmt.Errorf("%s: the command of %s %s", source, InitContainerName, unrendered)
 	}
 	if len(s.Container.Command) == 0 {
 		return Subject{}, fmt.Errorf("%s: %s has no command: the image's entrypoint is unknown here, so it cannot be run without the image", source, InitContainerName)
@@ -150,6 +183,10 @@ func ParseSubject(data []byte, source string) (Subject, error) {
 	}
 	return s, nil
 }
+
+// unrendered refuses a chart template passed as a manifest: the suite
+// reads what Helm renders (--cozystack renders the release itself).
+const unrendered = "holds template actions ({{ ... }}); render the chart (--cozystack, or `helm template`) and pass the result"
 
 func qualified(ns, name string) string {
 	if ns == "" {

@@ -6,22 +6,23 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
-// A multi-document chart template as a Helm chart keeps it: template
-// directives around the init container, inline actions in values.
-const chartTemplate = `{{- if .Values.enabled }}
-apiVersion: v1
+// A multi-document chart as Helm renders it, the init container beside
+// another one.
+const renderedChart = `apiVersion: v1
 kind: ServiceAccount
 metadata:
   name: multus
-  namespace: {{ .Release.Namespace }}
+  namespace: cozy-multus
 ---
 apiVersion: apps/v1
 kind: DaemonSet
 metadata:
-  name: {{ .Release.Name }}
-  namespace: {{ .Release.Namespace }}
+  name: cozy-multus
+  namespace: cozy-multus
 spec:
   template:
     spec:
@@ -29,11 +30,10 @@ spec:
         runAsGroup: 7
       initContainers:
         - name: install-multus-binary
-          image: {{ .Values.image }}
+          image: multus:v4
           command: ["/install_multus"]
-        {{- if .Values.networking.stageCniPlugins }}
         - name: install-cni-plugins
-          image: "{{ .Values.image.repository }}:{{ .Values.image.tag }}"
+          image: "multus:v4"
           command: ["/bin/sh", "-c"]
           args:
             - |
@@ -47,26 +47,24 @@ spec:
           volumeMounts:
             - name: cnibin
               mountPath: /host/opt/cni/bin
-        {{- end }}
       containers:
         - name: kube-multus
-          image: {{ .Values.image }}
+          image: multus:v4
       volumes:
         - name: cnibin
           hostPath:
             path: /opt/cni/bin
-{{- end }}
 `
 
-func TestParseSubjectFromChartTemplate(t *testing.T) {
-	s, err := ParseSubject([]byte(chartTemplate), "chart.yaml")
+func TestParseSubjectFromRenderedChart(t *testing.T) {
+	s, err := ParseSubject([]byte(renderedChart), "chart.yaml")
 	if err != nil {
 		t.Fatalf("ParseSubject: %v", err)
 	}
 	if got, want := s.Argv(), []string{"/bin/sh", "-c", "set -u\necho staging\n"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("Argv = %q, want %q", got, want)
 	}
-	if got := s.Workload; got != "DaemonSet "+templatePlaceholder+"/"+templatePlaceholder {
+	if got := s.Workload; got != "DaemonSet cozy-multus/cozy-multus" {
 		t.Errorf("Workload = %q", got)
 	}
 	if p, err := s.NodeMountPath(); err != nil || p != "/host/opt/cni/bin" {
@@ -85,8 +83,20 @@ func TestParseSubjectFromChartTemplate(t *testing.T) {
 	}
 }
 
-func TestParseSubjectRefusesTemplatedCommand(t *testing.T) {
+// A chart template is not read around its actions: whatever part of it is
+// templated, it is refused, saying to render it.
+func TestParseSubjectRefusesChartTemplate(t *testing.T) {
 	for name, mutate := range map[string]func(string) string{
+		"directives around the document": func(s string) string {
+			return "{{- if .Values.enabled }}\n" + s + "{{- end }}\n"
+		},
+		"directives around the init container": func(s string) string {
+			s = strings.Replace(s, "        - name: install-cni-plugins\n", "        {{- if .Values.networking.stageCniPlugins }}\n        - name: install-cni-plugins\n", 1)
+			return strings.Replace(s, "      containers:\n", "        {{- end }}\n      containers:\n", 1)
+		},
+		"inline values": func(s string) string {
+			return strings.ReplaceAll(s, "namespace: cozy-multus", "namespace: {{ .Release.Namespace }}")
+		},
 		"inline action in the script": func(s string) string {
 			return strings.Replace(s, "echo staging", `echo {{ .Values.plugins | join " " }}`, 1)
 		},
@@ -102,12 +112,12 @@ func TestParseSubjectRefusesTemplatedCommand(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			in := mutate(chartTemplate)
-			if in == chartTemplate {
+			in := mutate(renderedChart)
+			if in == renderedChart {
 				t.Fatal("mutation did not apply")
 			}
 			_, err := ParseSubject([]byte(in), "chart.yaml")
-			if err == nil || !strings.Contains(err.Error(), "helm template") {
+			if err == nil || !strings.Contains(err.Error(), "render the chart") {
 				t.Fatalf("err = %v, want a refusal that says to render the chart", err)
 			}
 		})
@@ -121,7 +131,7 @@ items:
 - apiVersion: apps/v1
   kind: DaemonSet
   metadata: {name: other, namespace: kube-system}
-  spec: {template: {spec: {containers: [{name: x, image: y}]}}}
+  spec: {template: {spec: {containers: [{name: x, image: busybox}]}}}
 - apiVersion: apps/v1
   kind: DaemonSet
   metadata: {name: cozy-multus, namespace: cozy-multus}
@@ -158,14 +168,18 @@ items:
 
 func TestParseSubjectErrors(t *testing.T) {
 	for name, tc := range map[string]struct{ in, want string }{
-		"no init container": {`kind: DaemonSet
+		"no init container": {`apiVersion: apps/v1
+kind: DaemonSet
 spec: {template: {spec: {initContainers: [{name: install-multus-binary, command: [x]}]}}}`, "no init container named install-cni-plugins (init containers seen: install-multus-binary)"},
-		"no pod template": {"kind: ConfigMap\ndata: {a: b}\n", "no pod template"},
-		"no command": {`kind: DaemonSet
+		"no pod template": {"apiVersion: v1\nkind: ConfigMap\ndata: {a: b}\n", "no pod template"},
+		"no command": {`apiVersion: apps/v1
+kind: DaemonSet
 spec: {template: {spec: {initContainers: [{name: install-cni-plugins, image: x}]}}}`, "has no command"},
-		"no node mount": {`kind: DaemonSet
+		"no node mount": {`apiVersion: apps/v1
+kind: DaemonSet
 spec: {template: {spec: {initContainers: [{name: install-cni-plugins, command: [sh]}]}}}`, "mounts no hostPath volume /opt/cni/bin"},
-		"not yaml": {"kind: DaemonSet\nspec: [\n", "not valid YAML"},
+		"not yaml":      {"kind: DaemonSet\nspec: [\n", "not valid YAML"},
+		"no apiVersion": {"kind: DaemonSet\nspec: {}\n", "an object without apiVersion"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := ParseSubject([]byte(tc.in), "m.yaml")
@@ -177,7 +191,7 @@ spec: {template: {spec: {initContainers: [{name: install-cni-plugins, command: [
 }
 
 func TestSecurityDefaultsAndAdds(t *testing.T) {
-	s := Subject{Container: Container{SecurityContext: &SecurityContext{Capabilities: &Capabilities{Drop: []string{"CAP_NET_RAW"}, Add: []string{"net_admin"}}}}}
+	s := Subject{Container: corev1.Container{SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"CAP_NET_RAW"}, Add: []corev1.Capability{"net_admin"}}}}}
 	sec, err := s.Security()
 	if err != nil {
 		t.Fatal(err)
@@ -190,7 +204,7 @@ func TestSecurityDefaultsAndAdds(t *testing.T) {
 		t.Errorf("allowPrivilegeEscalation unset must allow it; runAsUser unset must be noted: %+v", sec)
 	}
 	nonRoot := true
-	s.PodSecurity = &PodSecurityContext{RunAsNonRoot: &nonRoot}
+	s.PodSecurity = &corev1.PodSecurityContext{RunAsNonRoot: &nonRoot}
 	if _, err := s.Security(); err == nil {
 		t.Error("runAsNonRoot with uid 0 must be refused")
 	}

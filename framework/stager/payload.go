@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/cozystack/vlan-conformance/framework/image"
 )
 
 // ImageInfo names the multus image the init container sees: where it came
@@ -19,7 +21,7 @@ type ImageInfo struct {
 	Source string
 	// Pinned is the release's own image, read from the --image-archive
 	// that holds it; nil otherwise.
-	Pinned *Pinned
+	Pinned *image.Pinned
 	// Built says how the reference build was made.
 	Built   string
 	Entries []ImageEntry // sorted by name

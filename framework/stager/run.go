@@ -99,7 +99,7 @@ func (l *Lab) stage(ctx context.Context, n *Node, it *interrupt) (Result, error)
 	if err != nil {
 		return res, err
 	}
-	res.TerminationMessage = kubeletTerminationMessage(string(msg), l.Subject.Container.TerminationMessagePolicy, res.ExitCode, res.Log)
+	res.TerminationMessage = kubeletTerminationMessage(string(msg), string(l.Subject.Container.TerminationMessagePolicy), res.ExitCode, res.Log)
 
 	if res.After, err = l.cat.take(n.Dir); err != nil {
 		return res, fmt.Errorf("snapshot after: %w", err)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cozystack/vlan-conformance/framework/image"
+	"github.com/cozystack/vlan-conformance/framework/image/imagetest"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 )
 
@@ -18,13 +20,14 @@ func TestStageRunsAsTheManifestSays(t *testing.T) {
 		t.Skip("needs root")
 	}
 	repo := filepath.Join("..", "..")
-	image, older := filepath.Join(repo, "bin", "cni", "v1.9.1"), filepath.Join(repo, "bin", "cni", "v1.6.2")
+	release, older := filepath.Join(repo, "bin", "cni", "v1.9.1"), filepath.Join(repo, "bin", "cni", "v1.6.2")
 	if _, err := os.Stat(filepath.Join(older, "bridge")); err != nil {
 		t.Skip("plugins not built (make plugins)")
 	}
 	manifest := filepath.Join(t.TempDir(), "probe.yaml")
 	script := `grep -E '^(CapEff|CapBnd|CapInh|NoNewPrivs|Uid|Gid):' /proc/self/status; ls /; ls /cni-plugins | wc -l; readlink -f /bin/sh; echo probe-message > /dev/termination-log; touch /host/opt/cni/bin/probe; echo on-stderr >&2`
-	if err := os.WriteFile(manifest, []byte(`kind: DaemonSet
+	if err := os.WriteFile(manifest, []byte(`apiVersion: apps/v1
+kind: DaemonSet
 spec:
   template:
     spec:
@@ -38,7 +41,7 @@ spec:
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	lab, err := NewLab(Options{Manifest: manifest, Release: image, OlderRelease: older, WorkDir: t.TempDir()})
+	lab, err := NewLab(Options{Manifest: manifest, Release: release, OlderRelease: older, WorkDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,21 +89,21 @@ func TestLabRunsAPinnedImageWithoutPluginsDir(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = DropImageCache() })
 	repo := filepath.Join("..", "..")
-	image, older := filepath.Join(repo, "bin", "cni", "v1.9.1"), filepath.Join(repo, "bin", "cni", "v1.6.2")
+	release, older := filepath.Join(repo, "bin", "cni", "v1.9.1"), filepath.Join(repo, "bin", "cni", "v1.6.2")
 	if _, err := os.Stat(filepath.Join(older, "bridge")); err != nil {
 		t.Skip("plugins not built (make plugins)")
 	}
-	img := testImage(t, [2]string{"usr/src/multus-cni/bin/multus-daemon", "m"})
-	archive := writeLayout(t, filepath.Join(t.TempDir(), "oci"), func(lp layout.Path) error { return lp.AppendImage(img) })
-	a, err := ReadArchive(archive)
+	img := imagetest.Image(t, [2]string{"usr/src/multus-cni/bin/multus-daemon", "m"})
+	archive := imagetest.Layout(t, filepath.Join(t.TempDir(), "oci"), func(lp layout.Path) error { return lp.AppendImage(img) })
+	a, err := image.ReadArchive(archive)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pinned, err := a.Pin(pinnedRepo + "@" + digestOf(t, img))
+	pinned, err := a.Pin(pinnedRepo + "@" + imagetest.Digest(t, img))
 	if err != nil {
 		t.Fatal(err)
 	}
-	lab, err := NewLab(Options{Manifest: filepath.Join(repo, DefaultManifest), Pinned: pinned, Release: image, OlderRelease: older, WorkDir: t.TempDir()})
+	lab, err := NewLab(Options{Manifest: filepath.Join(repo, DefaultManifest), Pinned: pinned, Release: release, OlderRelease: older, WorkDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

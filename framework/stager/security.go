@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // runtimeDefaultCaps is the capability set containerd and CRI-O give a
@@ -31,11 +33,11 @@ func (s Subject) Security() (Security, error) {
 	sec := Security{}
 	c := s.Container.SecurityContext
 	if c == nil {
-		c = &SecurityContext{}
+		c = &corev1.SecurityContext{}
 	}
 	p := s.PodSecurity
 	if p == nil {
-		p = &PodSecurityContext{}
+		p = &corev1.PodSecurityContext{}
 	}
 	switch {
 	case c.RunAsUser != nil:
@@ -68,15 +70,15 @@ func (s Subject) Security() (Security, error) {
 		}
 		if c.Capabilities != nil {
 			for _, d := range c.Capabilities.Drop {
-				d = capName(d)
-				if d == "ALL" {
+				n := capName(string(d))
+				if n == "ALL" {
 					caps = map[string]bool{}
 					continue
 				}
-				delete(caps, d)
+				delete(caps, n)
 			}
 			for _, a := range c.Capabilities.Add {
-				caps[capName(a)] = true
+				caps[capName(string(a))] = true
 			}
 		}
 		sec.Caps = []string{}

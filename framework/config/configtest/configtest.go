@@ -5,23 +5,14 @@
 package configtest
 
 import (
-	"archive/tar"
-	"bytes"
 	"flag"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
-	"time"
-
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/static"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
+	"github.com/cozystack/vlan-conformance/framework/image/imagetest"
 )
 
 // LocalMultusImage is the --cni-plugins-image the release configs name.
@@ -95,7 +86,7 @@ func ReleaseWithoutStaging(t *testing.T, root string) *cozystack.Release {
 // ship that image.
 func PinnedArchive(t *testing.T, rel *cozystack.Release, content string) (archive, digest string) {
 	t.Helper()
-	archive, digest = WriteImage(t, filepath.Join(t.TempDir(), "oci"), false, [2]string{"usr/src/multus-cni/bin/multus-daemon", content})
+	archive, digest = imagetest.WriteImage(t, filepath.Join(t.TempDir(), "oci"), false, [2]string{"usr/src/multus-cni/bin/multus-daemon", content})
 	if err := rel.PinMultus(digest); err != nil {
 		t.Fatal(err)
 	}
@@ -122,72 +113,4 @@ func Lab(t *testing.T, root string, args ...string) (*config.Config, error) {
 		t.Fatal(err)
 	}
 	return cfg, nil
-}
-
-// WriteImage writes an image of one layer of entries (path, content; a
-// path ending in / a directory) at p: an OCI layout directory, or an
-// oci-archive tarball of one. It returns p and the manifest digest.
-func WriteImage(t *testing.T, p string, archive bool, entries ...[2]string) (string, string) {
-	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, e := range entries {
-		h := &tar.Header{Name: e[0], Mode: 0o755, Typeflag: tar.TypeReg, Size: int64(len(e[1])), ModTime: time.Unix(0, 0)}
-		if strings.HasSuffix(e[0], "/") {
-			h.Typeflag, h.Size = tar.TypeDir, 0
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(e[1])); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	// Uncompressed: gzip would cost seconds and prove nothing here.
-	img, err := mutate.AppendLayers(empty.Image, static.NewLayer(buf.Bytes(), types.OCIUncompressedLayer))
-	if err != nil {
-		t.Fatal(err)
-	}
-	img = mutate.MediaType(img, types.OCIManifestSchema1)
-	h, err := img.Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := p
-	if archive {
-		dir = t.TempDir()
-	}
-	lp, err := layout.Write(dir, empty.Index)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lp.AppendImage(img); err != nil {
-		t.Fatal(err)
-	}
-	if archive {
-		tarDir(t, dir, p)
-	}
-	return p, h.String()
-}
-
-// tarDir writes the tree under dir as the tarball p (an oci-archive).
-func tarDir(t *testing.T, dir, p string) {
-	t.Helper()
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tw := tar.NewWriter(f)
-	if err := tw.AddFS(os.DirFS(dir)); err != nil {
-		t.Fatal(err)
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
 }

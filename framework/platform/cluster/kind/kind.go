@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cozystack/vlan-conformance/framework/image"
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
@@ -268,7 +269,7 @@ func (c *Cluster) LoadArchive(path string) (loaded bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	images, err := archiveImages(path)
+	images, err := image.DockerTags(path)
 	if err != nil {
 		return false, fmt.Errorf("reading %s: %w", path, err)
 	}

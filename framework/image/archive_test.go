@@ -1,4 +1,4 @@
-package stager
+package image
 
 import (
 	"archive/tar"
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cozystack/vlan-conformance/framework/image/imagetest"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -23,57 +24,17 @@ import (
 
 const pinnedRepo = "ghcr.io/cozystack/cozystack/multus-cni:v1.6.0"
 
-// testImage is an image of one layer holding entries (fsTar's form).
-func testImage(t *testing.T, entries ...[2]string) v1.Image {
-	t.Helper()
-	data := fsTar(t, entries)
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return img
-}
-
-func digestOf(t *testing.T, d interface{ Digest() (v1.Hash, error) }) string {
-	t.Helper()
-	h, err := d.Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h.String()
-}
-
-// writeLayout writes img as an OCI layout directory, as skopeo or crane
-// write a mirror's copy.
-func writeLayout(t *testing.T, dir string, add func(layout.Path) error) string {
-	t.Helper()
-	lp, err := layout.Write(dir, empty.Index)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := add(lp); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 // Every form a mirror holds a pinned image in: the digest the archive
 // keeps is compared with the pin's, and a mismatch names both.
 func TestArchivePinByDigest(t *testing.T) {
 	dir := t.TempDir()
-	withPlugins := testImage(t, [2]string{"cni-plugins/", ""}, [2]string{"cni-plugins/bridge", "b"})
-	without := testImage(t, [2]string{"usr/src/multus-cni/bin/multus-daemon", "m"})
-	want, other := digestOf(t, withPlugins), digestOf(t, without)
+	withPlugins := imagetest.Image(t, [2]string{"cni-plugins/", ""}, [2]string{"cni-plugins/bridge", "b"})
+	without := imagetest.Image(t, [2]string{"usr/src/multus-cni/bin/multus-daemon", "m"})
+	want, other := imagetest.Digest(t, withPlugins), imagetest.Digest(t, without)
 
-	ociDir := writeLayout(t, filepath.Join(dir, "oci"), func(lp layout.Path) error { return lp.AppendImage(withPlugins) })
+	ociDir := imagetest.Layout(t, filepath.Join(dir, "oci"), func(lp layout.Path) error { return lp.AppendImage(withPlugins) })
 	ociArchive := filepath.Join(dir, "oci-archive.tar")
-	if err := os.WriteFile(ociArchive, dirTar(t, ociDir), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	imagetest.WriteTarDir(t, ociDir, ociArchive)
 	// `docker save` of the containerd image store: the OCI index beside
 	// manifest.json.
 	both := filepath.Join(dir, "docker-save-containerd.tar")
@@ -81,7 +42,7 @@ func TestArchivePinByDigest(t *testing.T) {
 	if err := tarball.WriteToFile(dockerOnly, name.MustParseReference(pinnedRepo), withPlugins); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(both, mergeTars(t, dirTar(t, ociDir), mustRead(t, dockerOnly)), 0o644); err != nil {
+	if err := os.WriteFile(both, mergeTars(t, mustRead(t, ociArchive), mustRead(t, dockerOnly)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 
@@ -104,7 +65,7 @@ func TestArchivePinByDigest(t *testing.T) {
 			t.Errorf("%s: pinned %+v, want the manifest digest %s compared", tc.format, p, want)
 		}
 		dst := filepath.Join(dir, "out-"+filepath.Base(tc.path))
-		if err := extractPlugins(tc.path, p.Digest, dst); err != nil {
+		if err := extract(tc.path, p.Digest, dst); err != nil {
 			t.Errorf("%s: extract by digest: %v", tc.format, err)
 		}
 		_, err = a.Pin(pinnedRepo + "@" + other)
@@ -139,8 +100,8 @@ func TestArchivePinByDigest(t *testing.T) {
 // image of this machine's platform is what runs.
 func TestArchivePinsAnIndex(t *testing.T) {
 	dir := t.TempDir()
-	here := testImage(t, [2]string{"cni-plugins/", ""}, [2]string{"cni-plugins/bridge", "here"})
-	there := testImage(t, [2]string{"cni-plugins/", ""}, [2]string{"cni-plugins/bridge", "there"})
+	here := imagetest.Image(t, [2]string{"cni-plugins/", ""}, [2]string{"cni-plugins/bridge", "here"})
+	there := imagetest.Image(t, [2]string{"cni-plugins/", ""}, [2]string{"cni-plugins/bridge", "there"})
 	otherArch := "arm64"
 	if runtime.GOARCH == otherArch {
 		otherArch = "amd64"
@@ -150,8 +111,8 @@ func TestArchivePinsAnIndex(t *testing.T) {
 		mutate.IndexAddendum{Add: here, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: runtime.GOARCH}}},
 	)
 	idx = mutate.IndexMediaType(idx, types.OCIImageIndex)
-	pin := digestOf(t, idx)
-	p := writeLayout(t, filepath.Join(dir, "oci"), func(lp layout.Path) error { return lp.AppendIndex(idx) })
+	pin := imagetest.Digest(t, idx)
+	p := imagetest.Layout(t, filepath.Join(dir, "oci"), func(lp layout.Path) error { return lp.AppendIndex(idx) })
 
 	a, err := ReadArchive(p)
 	if err != nil {
@@ -161,18 +122,18 @@ func TestArchivePinsAnIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(pinned.Compared, "index digest "+pin) || !strings.Contains(pinned.Compared, digestOf(t, here)) {
+	if !strings.Contains(pinned.Compared, "index digest "+pin) || !strings.Contains(pinned.Compared, imagetest.Digest(t, here)) {
 		t.Errorf("compared %q, want the index digest and this platform's image", pinned.Compared)
 	}
 	dst := filepath.Join(dir, "out")
-	if err := extractPlugins(p, pin, dst); err != nil {
+	if err := extract(p, pin, dst); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dst, "bridge")); string(b) != "here" {
 		t.Errorf("bridge reads %q: not the linux/%s image", b, runtime.GOARCH)
 	}
 	// A mirror of one platform's image does not hold the index.
-	single := writeLayout(t, filepath.Join(dir, "single"), func(lp layout.Path) error { return lp.AppendImage(here) })
+	single := imagetest.Layout(t, filepath.Join(dir, "single"), func(lp layout.Path) error { return lp.AppendImage(here) })
 	if a, err := ReadArchive(single); err != nil {
 		t.Fatal(err)
 	} else if _, err := a.Pin(pinnedRepo + "@" + pin); err == nil || !strings.Contains(err.Error(), "skopeo copy --all") {
@@ -180,35 +141,10 @@ func TestArchivePinsAnIndex(t *testing.T) {
 	}
 }
 
-// A pinned image without /cni-plugins is read as such (the release's
-// failure), once per process, not refused.
-func TestPinnedImageWithoutPluginsDir(t *testing.T) {
-	t.Cleanup(func() { _ = DropImageCache() })
-	dir := t.TempDir()
-	img := testImage(t, [2]string{"usr/src/multus-cni/bin/multus-daemon", "m"})
-	p := writeLayout(t, filepath.Join(dir, "oci"), func(lp layout.Path) error { return lp.AppendImage(img) })
-	pinned := &Pinned{Ref: pinnedRepo + "@" + digestOf(t, img), Archive: p, Format: "OCI layout", Digest: digestOf(t, img), Compared: "manifest digest"}
-	for i := range 2 {
-		info, err := readImage(Options{Pinned: pinned}, "", "", filepath.Join(dir, "payload", string(rune('a'+i))), cachedPlugins)
-		if err != nil || !info.NoPluginsDir {
-			t.Fatalf("read %d: %+v, %v; want an image without /cni-plugins and no error", i, info, err)
-		}
-		if !strings.Contains(info.String(), pinned.Ref) || !strings.Contains(info.String(), "no /cni-plugins") {
-			t.Errorf("the image is described as %q", info)
-		}
-	}
-	if n := len(imageCache.byKey); n != 1 {
-		t.Errorf("%d reads of one archive cached, want 1", n)
-	}
-	if err := extractPlugins(p, pinned.Digest, ""); !errors.Is(err, ErrNoPluginsDir) {
-		t.Errorf("extract: %v, want ErrNoPluginsDir", err)
-	}
-}
-
 // An index that names a manifest its bytes do not hash to is corrupt.
 func TestArchiveDigestIsComputed(t *testing.T) {
-	img := testImage(t, [2]string{"cni-plugins/", ""})
-	p := writeLayout(t, filepath.Join(t.TempDir(), "oci"), func(lp layout.Path) error { return lp.AppendImage(img) })
+	img := imagetest.Image(t, [2]string{"cni-plugins/", ""})
+	p := imagetest.Layout(t, filepath.Join(t.TempDir(), "oci"), func(lp layout.Path) error { return lp.AppendImage(img) })
 	h, err := img.Digest()
 	if err != nil {
 		t.Fatal(err)
@@ -230,6 +166,20 @@ func TestArchiveDigestIsComputed(t *testing.T) {
 	if _, err := ReadArchive(p); err == nil || !strings.Contains(err.Error(), "corrupt") {
 		t.Fatalf("got %v, want a corrupt archive", err)
 	}
+}
+
+// extract writes the /cni-plugins of the image digest names at p into dst.
+func extract(p, digest, dst string) error {
+	fs, err := FileSystem(p, digest)
+	if err != nil {
+		return err
+	}
+	defer fs.Close()
+	found, err := CopyDir(fs, "cni-plugins", dst)
+	if err == nil && !found {
+		err = errors.New("no /cni-plugins")
+	}
+	return err
 }
 
 // mergeTars is one tarball of the entries of each.

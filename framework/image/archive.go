@@ -1,4 +1,4 @@
-package stager
+package image
 
 import (
 	"archive/tar"
@@ -68,7 +68,7 @@ const smallBlob = 4 << 20
 // image. It writes nothing but a temporary directory it removes.
 func ReadArchive(p string) (*Archive, error) {
 	a := &Archive{Path: p}
-	if isLayout(p) {
+	if IsLayout(p) {
 		a.Format = "OCI layout"
 		return a, a.readLayout(p)
 	}
