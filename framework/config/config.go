@@ -57,8 +57,13 @@ type Config struct {
 	// ImageArchives is --image-archive: images the release pins, as an
 	// air-gapped mirror holds them (cozystack.go).
 	ImageArchives Repeated
-	subject       *Subject
-	fs            *flag.FlagSet
+	// PullPinned is --pull-pinned: pull the images the release pins that
+	// no archive holds, by digest, from their registry or from the
+	// --registry-mirror of it (RegistryMirrors, HOST=MIRROR each).
+	PullPinned      bool
+	RegistryMirrors Repeated
+	subject         *Subject
+	fs              *flag.FlagSet
 }
 
 // Register binds the flags to fs with the guide's defaults.

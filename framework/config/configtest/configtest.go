@@ -8,15 +8,22 @@ import (
 	"archive/tar"
 	"bytes"
 	"flag"
+	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
@@ -129,6 +136,32 @@ func Lab(t *testing.T, root string, args ...string) (*config.Config, error) {
 // oci-archive tarball of one. It returns p and the manifest digest.
 func WriteImage(t *testing.T, p string, archive bool, entries ...[2]string) (string, string) {
 	t.Helper()
+	img := Image(t, entries...)
+	h, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := p
+	if archive {
+		dir = t.TempDir()
+	}
+	lp, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lp.AppendImage(img); err != nil {
+		t.Fatal(err)
+	}
+	if archive {
+		tarDir(t, dir, p)
+	}
+	return p, h.String()
+}
+
+// Image is an OCI image of one layer of entries (path, content; a path
+// ending in / a directory), built the same way on every call.
+func Image(t *testing.T, entries ...[2]string) v1.Image {
+	t.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, e := range entries {
@@ -151,26 +184,40 @@ func WriteImage(t *testing.T, p string, archive bool, entries ...[2]string) (str
 	if err != nil {
 		t.Fatal(err)
 	}
-	img = mutate.MediaType(img, types.OCIManifestSchema1)
-	h, err := img.Digest()
+	return mutate.MediaType(img, types.OCIManifestSchema1)
+}
+
+// PinnedRepo is the repository the release pins its multus image in, and
+// the tag its pin carries.
+const PinnedRepo, PinnedTag = "cozystack/cozystack/multus-cni", "v1.6.0"
+
+// Registry is an in-process registry (go-containerregistry's) on a
+// loopback port, for the life of the test: a mirror of ghcr.io needing no
+// network. It returns its host:port and a function that stops it.
+func Registry(t *testing.T) (host string, stop func()) {
+	t.Helper()
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://"), srv.Close
+}
+
+// Push puts img (an image or an index) on the registry at host as
+// PinnedRepo:PinnedTag, where a mirror of the release's pin keeps it.
+func Push(t *testing.T, host string, img remote.Taggable) {
+	t.Helper()
+	ref, err := name.NewTag(host + "/" + PinnedRepo + ":" + PinnedTag)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := p
-	if archive {
-		dir = t.TempDir()
+	switch v := img.(type) {
+	case v1.ImageIndex:
+		err = remote.WriteIndex(ref, v)
+	case v1.Image:
+		err = remote.Write(ref, v)
 	}
-	lp, err := layout.Write(dir, empty.Index)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("push %s: %v", ref, err)
 	}
-	if err := lp.AppendImage(img); err != nil {
-		t.Fatal(err)
-	}
-	if archive {
-		tarDir(t, dir, p)
-	}
-	return p, h.String()
 }
 
 // tarDir writes the tree under dir as the tarball p (an oci-archive).
