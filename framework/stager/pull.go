@@ -96,9 +96,11 @@ func Pull(ref string, mirrors []Mirror, cache string) (*Pinned, error) {
 	if err != nil {
 		return nil, err
 	}
-	via := ""
+	// What the image was pulled from, and how errors name it.
+	source, via := from.String()+", the pin's own registry", fmt.Sprintf(" (no --registry-mirror of %s)", from.RegistryStr())
 	if m != nil {
-		via = " (--registry-mirror " + m.Flag + ")"
+		source = fmt.Sprintf("%s (--registry-mirror %s)", from, m.Flag)
+		via = " from " + source
 	}
 	dir := filepath.Join(cache, strings.Replace(from.DigestStr(), ":", "-", 1))
 	if p, err := readPulled(dir, ref); err == nil {
@@ -113,9 +115,9 @@ func Pull(ref string, mirrors []Mirror, cache string) (*Pinned, error) {
 	}
 	defer os.RemoveAll(tmp)
 	if err := pullInto(tmp, ref, from); err != nil {
-		return nil, fmt.Errorf("pulling %s from %s%s: %w", ref, from, via, err)
+		return nil, fmt.Errorf("pulling %s%s: %w", ref, via, err)
 	}
-	if err := os.WriteFile(filepath.Join(tmp, pulledFrom), []byte(from.String()+via+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(tmp, pulledFrom), []byte(source+"\n"), 0o644); err != nil {
 		return nil, err
 	}
 	os.RemoveAll(dir) // a layout that did not read back (readPulled)
@@ -124,7 +126,7 @@ func Pull(ref string, mirrors []Mirror, cache string) (*Pinned, error) {
 	}
 	p, err := readPulled(dir, ref)
 	if err != nil {
-		return nil, fmt.Errorf("pulled %s from %s%s: %w", ref, from, via, err)
+		return nil, fmt.Errorf("pulled %s%s: %w", ref, via, err)
 	}
 	return p, nil
 }
