@@ -94,7 +94,7 @@ func Register(fs *flag.FlagSet) *Config {
 }
 
 // Validate checks every flag and returns all problems as one error. It
-// creates nothing.
+// creates nothing but what --pull-pinned pulls, in its cache (PulledCache).
 func (c *Config) Validate() error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }

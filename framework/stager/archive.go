@@ -371,9 +371,19 @@ func imageOf(idx v1.ImageIndex, d v1.Descriptor) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	im, err := child.IndexManifest()
+	h, err := platformChild(child)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the index %s: %w", d.Digest, err)
+	}
+	return child.Image(h)
+}
+
+// platformChild is the digest of this machine's image (linux/GOARCH) in
+// idx: the one the lab runs.
+func platformChild(idx v1.ImageIndex) (v1.Hash, error) {
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return v1.Hash{}, err
 	}
 	var platforms []string
 	for _, c := range im.Manifests {
@@ -381,9 +391,9 @@ func imageOf(idx v1.ImageIndex, d v1.Descriptor) (v1.Image, error) {
 			continue
 		}
 		if c.Platform.OS == "linux" && c.Platform.Architecture == runtime.GOARCH {
-			return child.Image(c.Digest)
+			return c.Digest, nil
 		}
 		platforms = append(platforms, c.Platform.OS+"/"+c.Platform.Architecture)
 	}
-	return nil, fmt.Errorf("the index %s has no linux/%s image (it has %s)", d.Digest, runtime.GOARCH, strings.Join(platforms, ", "))
+	return v1.Hash{}, fmt.Errorf("no linux/%s image (it has %s)", runtime.GOARCH, strings.Join(platforms, ", "))
 }

@@ -8,12 +8,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -179,7 +177,7 @@ func pullInto(dir, ref string, d name.Digest) error {
 	}
 	child, err := platformChild(idx)
 	if err != nil {
-		return err
+		return fmt.Errorf("the index: %w", err)
 	}
 	img, err := idx.Image(child)
 	if err != nil {
@@ -192,25 +190,6 @@ func pullInto(dir, ref string, d name.Digest) error {
 		return err
 	}
 	return lp.AppendDescriptor(desc.Descriptor)
-}
-
-// platformChild is the digest of this machine's image in idx.
-func platformChild(idx v1.ImageIndex) (v1.Hash, error) {
-	im, err := idx.IndexManifest()
-	if err != nil {
-		return v1.Hash{}, err
-	}
-	var platforms []string
-	for _, c := range im.Manifests {
-		if c.Platform == nil || !c.MediaType.IsImage() {
-			continue
-		}
-		if c.Platform.OS == "linux" && c.Platform.Architecture == runtime.GOARCH {
-			return c.Digest, nil
-		}
-		platforms = append(platforms, c.Platform.OS+"/"+c.Platform.Architecture)
-	}
-	return v1.Hash{}, fmt.Errorf("the index has no linux/%s image (it has %s)", runtime.GOARCH, strings.Join(platforms, ", "))
 }
 
 // explainMissing adds, to a pull by digest the registry does not know,
