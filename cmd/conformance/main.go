@@ -227,15 +227,25 @@ func (d *driver) runInVM(ctx context.Context) int {
 	// dir elsewhere (e.g. /tmp, a tmpfs in the VM) must be shared too, or
 	// the VM's verdicts never reach the host. So must the release under
 	// test: beside a checkout in /tmp (CI's `git clone . /tmp/ci-check`,
-	// ../shared a link) the VM's own /tmp hides it. So must --guide's.
-	shares, err := vmShares(wd, d.cfg.ReportDir, d.cfg.WorkDir, d.cfg.Cozystack, guideShare(d.cfg.Guide))
+	// ../shared a link) the VM's own /tmp hides it. So must --guide's,
+	// the --image-archive files and what --pull-pinned pulled: the VM
+	// re-validates them, from the same cache and without the network.
+	dirs := []string{d.cfg.ReportDir, d.cfg.WorkDir, d.cfg.Cozystack, readDir(d.cfg.Guide)}
+	for _, a := range d.cfg.ImageArchives {
+		dirs = append(dirs, readDir(a))
+	}
+	if d.cfg.PullPinned {
+		dirs = append(dirs, config.PulledCache())
+	}
+	shares, err := vmShares(wd, dirs...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lab VM:", err)
 		return 1
 	}
+	vcfCache, _ := filepath.Abs(config.CacheRoot())
 	code, err := labvm.Run(ctx, labvm.Config{
 		CacheDir: cache, WorkDir: wd, Shares: shares, Command: cmd,
-		Env:    []string{"CI=" + os.Getenv("CI")},
+		Env:    []string{"CI=" + os.Getenv("CI"), "VCF_CACHE=" + vcfCache},
 		Stdout: os.Stdout, Stderr: os.Stderr, Progress: os.Stderr,
 	})
 	if err != nil {
@@ -245,13 +255,13 @@ func (d *driver) runInVM(ctx context.Context) int {
 	return code
 }
 
-// guideShare is the directory --guide reads in (the lab VM re-reads it):
-// the one it names, or the named file's.
-func guideShare(guide string) string {
-	if fi, err := os.Stat(guide); err == nil && !fi.IsDir() {
-		return filepath.Dir(guide)
+// readDir is the directory a flag naming a file or a directory reads in
+// (the lab VM re-reads it): the one it names, or the named file's.
+func readDir(p string) string {
+	if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+		return filepath.Dir(p)
 	}
-	return guide
+	return p
 }
 
 // vmShares lists the directories of dirs ("" = none; relative = under wd)

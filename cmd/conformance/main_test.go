@@ -23,6 +23,7 @@ func suiteNamespaces(t *testing.T) []string {
 // Bad input: one clear error, exit 2, nothing created.
 func TestBadInputExitsTwoAndCreatesNothing(t *testing.T) {
 	before := suiteNamespaces(t)
+	t.Setenv("VCF_CACHE", t.TempDir())
 	release := filepath.Join(root, "..", "shared", "subjects", "cozystack")
 	site := t.TempDir() // a website checkout: one page per version
 	for _, v := range []string{"next", "v1.6"} {
@@ -47,6 +48,8 @@ func TestBadInputExitsTwoAndCreatesNothing(t *testing.T) {
 		// No control exists in the cluster lane: applying one there would
 		// change nothing and look uncaught.
 		{"run", "--tier=cluster", "--dry-run", "--control=VLAN-01/no-vlan-subinterface"},
+		// A pinned image the mirror cannot give (TestPullPinnedFailuresAreBadInput: the messages).
+		{"run", "--cozystack=" + release, "--pull-pinned", "--registry-mirror=ghcr.io=127.0.0.1:1"},
 		{"frobnicate"},
 	} {
 		os.Args = append([]string{"conformance"}, args...)
@@ -61,9 +64,9 @@ func TestBadInputExitsTwoAndCreatesNothing(t *testing.T) {
 
 // A repeatable flag reaches the suite binary once per value, as given.
 func TestRepeatedFlagsReachTheSuite(t *testing.T) {
-	d := &driver{sub: "run", rawArgs: []string{"--image-archive=/a.tar", "--image-archive=/b,c.tar"}}
+	d := &driver{sub: "run", rawArgs: []string{"--image-archive=/a.tar", "--image-archive=/b,c.tar", "--pull-pinned", "--registry-mirror=ghcr.io=a:5000", "--registry-mirror=quay.io=b"}}
 	_ = d.parse() // no --cozystack: bad input, but the arguments are parsed first
-	if got := strings.Join(d.suiteArgs, " "); got != "--image-archive=/a.tar --image-archive=/b,c.tar" {
+	if got := strings.Join(d.suiteArgs, " "); got != "--image-archive=/a.tar --image-archive=/b,c.tar --pull-pinned=true --registry-mirror=ghcr.io=a:5000 --registry-mirror=quay.io=b" {
 		t.Fatalf("the suite's arguments: %q", got)
 	}
 }

@@ -31,7 +31,10 @@ import (
 //
 // The image without /cni-plugins must fail STG-01 with the guide's own log
 // line and the pinned reference; the one with them must pass; an archive
-// of another digest is bad input (exit 2).
+// of another digest is bad input (exit 2). The image with them is also
+// served by an in-process registry on a loopback port, as a mirror of
+// ghcr.io, and pulled with --pull-pinned --registry-mirror: it must pass
+// the same, and a pin the mirror lacks must exit 2.
 func TestPinnedImage(t *testing.T) {
 	driver := pinnedPrereqs(t)
 	rel, err := cozystack.Open(releaseDir())
@@ -57,6 +60,8 @@ func TestPinnedImage(t *testing.T) {
 	}
 	withPlugins, withDigest := imagetest.WriteImage(t, filepath.Join(dir, "with-plugins"), false, entries...)
 	without, withoutDigest := imagetest.WriteImage(t, filepath.Join(dir, "without-plugins.tar"), true, daemon)
+	mirror, _ := imagetest.Registry(t)
+	imagetest.Push(t, mirror, imagetest.Image(t, entries...))
 
 	pinnedTo := func(digest string) (*cozystack.Release, string) {
 		c, err := rel.CopyTo(t.TempDir())
@@ -79,7 +84,7 @@ func TestPinnedImage(t *testing.T) {
 
 	t.Run("without /cni-plugins: STG-01 fails with the guide's line", func(t *testing.T) {
 		c, ref := pinnedTo(withoutDigest)
-		res := runPinned(t, driver, c.Dir, without)
+		res := runPinned(t, driver, c.Dir, "--image-archive="+without)
 		if res.code != 1 {
 			t.Fatalf("exit %d, want 1 (a failed claim)\n%s", res.code, res.stderr)
 		}
@@ -93,7 +98,7 @@ func TestPinnedImage(t *testing.T) {
 
 	t.Run("with /cni-plugins: the stager specs pass", func(t *testing.T) {
 		c, ref := pinnedTo(withDigest)
-		res := runPinned(t, driver, c.Dir, withPlugins)
+		res := runPinned(t, driver, c.Dir, "--image-archive="+withPlugins)
 		v := res.verdict(t, "STG-01")
 		t.Logf("STG-01: %s (%s)", v.Verdict, res.took(t))
 		// The cluster tier's STG-01 spec is left out by the label filter.
@@ -105,10 +110,37 @@ func TestPinnedImage(t *testing.T) {
 
 	t.Run("another digest: bad input, exit 2", func(t *testing.T) {
 		c, ref := pinnedTo(withoutDigest)
-		res := runPinned(t, driver, c.Dir, withPlugins)
+		res := runPinned(t, driver, c.Dir, "--image-archive="+withPlugins)
 		t.Logf("exit %d: %s", res.code, res.stderr)
 		if res.code != 2 || !strings.Contains(res.stderr, withDigest) || !strings.Contains(res.stderr, ref) {
 			t.Fatalf("exit %d, want 2 and an error naming the archive's %s and the pin %s:\n%s", res.code, withDigest, ref, res.stderr)
+		}
+		if _, err := os.Stat(filepath.Join(res.reportDir, "conformance.md")); err == nil {
+			t.Error("bad input wrote a report")
+		}
+	})
+
+	t.Run("pulled from a mirror: the stager specs pass", func(t *testing.T) {
+		t.Setenv("VCF_CACHE", t.TempDir())
+		c, ref := pinnedTo(withDigest)
+		res := runPinned(t, driver, c.Dir, "--pull-pinned", "--registry-mirror=ghcr.io="+mirror)
+		v := res.verdict(t, "STG-01")
+		t.Logf("STG-01: %s (%s)", v.Verdict, res.took(t))
+		if res.code != 0 || !strings.HasPrefix(v.Verdict, "passed") || v.Failed > 0 {
+			t.Fatalf("exit %d, STG-01 %s: %s, want 0 and passed\n%s", res.code, v.Verdict, v.Reason, res.stderr)
+		}
+		res.reportSays(t, "the pinned image itself, unchanged, from --pull-pinned: pulled from "+mirror+"/"+imagetest.PinnedRepo+"@"+withDigest, "`"+ref+"`", "manifest digest "+withDigest)
+	})
+
+	t.Run("a pin the mirror lacks: bad input, exit 2", func(t *testing.T) {
+		t.Setenv("VCF_CACHE", t.TempDir())
+		c, ref := pinnedTo(withoutDigest)
+		res := runPinned(t, driver, c.Dir, "--pull-pinned", "--registry-mirror=ghcr.io="+mirror)
+		t.Logf("exit %d: %s", res.code, res.stderr)
+		for _, w := range []string{ref, "--registry-mirror ghcr.io=" + mirror, withDigest} {
+			if res.code != 2 || !strings.Contains(res.stderr, w) {
+				t.Errorf("exit %d, want 2 and an error naming %s:\n%s", res.code, w, res.stderr)
+			}
 		}
 		if _, err := os.Stat(filepath.Join(res.reportDir, "conformance.md")); err == nil {
 			t.Error("bad input wrote a report")
@@ -164,17 +196,18 @@ type pinnedRun struct {
 	seconds           float64
 }
 
-// runPinned runs the stager specs of release with the archive, as a user
-// would, from the checkout's root (the flags' defaults are paths in it).
-func runPinned(t *testing.T, driver, release, archive string) pinnedRun {
+// runPinned runs the stager specs of release with the flags that give the
+// pinned image, as a user would, from the checkout's root (the flags'
+// defaults are paths in it).
+func runPinned(t *testing.T, driver, release string, pinned ...string) pinnedRun {
 	t.Helper()
 	r := pinnedRun{reportDir: t.TempDir()}
 	// Bounded, with room to wait for the machine's run lock as any run does
 	// (fabric.LockFile); the specs themselves take seconds.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, driver, "run", "--tier=lab", "--lab-vm=never", "--cozystack="+release, "--image-archive="+archive,
-		"--report-dir="+r.reportDir, "--work-dir="+t.TempDir(), "--", "--ginkgo.label-filter=stager")
+	args := append([]string{"run", "--tier=lab", "--lab-vm=never", "--cozystack=" + release}, pinned...)
+	cmd := exec.CommandContext(ctx, driver, append(args, "--report-dir="+r.reportDir, "--work-dir="+t.TempDir(), "--", "--ginkgo.label-filter=stager")...)
 	cmd.Dir = root
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

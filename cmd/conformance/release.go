@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cozystack/vlan-conformance/framework/claims"
@@ -63,7 +64,7 @@ func labStagerImage(cfg *config.Config, s *config.Subject) *cozystack.Change {
 	c := &cozystack.Change{Kind: "image", Object: im.String()}
 	switch p := cfg.StagerPinned(); {
 	case p != nil:
-		c.What = im.Ref + ", unchanged: its /cni-plugins read from --image-archive " + p.Describe() + "; the script run container-less"
+		c.What = im.Ref + ", unchanged: its /cni-plugins read from " + p.Source() + "; the script run container-less"
 		c.Why = "the lab has no container runtime: the script runs with the host's /bin/sh and coreutils over the image's /cni-plugins"
 	case cfg.StagerImage != "":
 		c.What = im.Ref + " → the user's image " + cfg.StagerImage + " (--stager-image), run container-less"
@@ -71,7 +72,7 @@ func labStagerImage(cfg *config.Config, s *config.Subject) *cozystack.Change {
 	default:
 		c.What = fmt.Sprintf("%s → the suite's build of its /cni-plugins: %s of CNI plugins %s from --plugin-dir %s, run container-less",
 			im.Ref, strings.Join(s.Image.Plugins, " "), s.Image.PluginsVersion, cfg.PluginDir)
-		c.Why = "the lab has no image registry (--image-archive gives the pinned image); the names and the version are read from " + s.Image.Dockerfile
+		c.Why = "no pinned image was given (--image-archive or --pull-pinned gives it); the names and the version are read from " + s.Image.Dockerfile
 	}
 	return c
 }
@@ -79,15 +80,28 @@ func labStagerImage(cfg *config.Config, s *config.Subject) *cozystack.Change {
 // pinnedImages is the report's section on the images the release pins:
 // for each container of the rendered multus chart, the reference it pins
 // and what this run used for it: the pinned image itself, an image built
-// from the checkout, or nothing (a container the run does not start).
+// from the checkout, or nothing (a container the run does not start);
+// then where each pinned image the run read came from, and which pinned
+// images it could not inspect (no archive or pull held them).
 func pinnedImages(cfg *config.Config, s *config.Subject) string {
 	var b strings.Builder
 	b.WriteString("| container | pinned reference | this run used |\n|---|---|---|\n")
+	var unread []string
 	for _, im := range s.Images {
 		fmt.Fprintf(&b, "| %s | `%s` | %s |\n", im, im.Ref, strings.ReplaceAll(imageUsed(cfg, s, im), "|", `\|`))
+		if r := "`" + im.Ref + "`"; s.PinnedFor(im) == nil && !slices.Contains(unread, r) {
+			unread = append(unread, r)
+		}
 	}
 	for _, p := range s.Pinned {
+		if p.Pulled != "" {
+			fmt.Fprintf(&b, "\n`--pull-pinned`: `%s`, pulled from %s, kept as the %s %s (its %s).\n", p.Ref, p.Pulled, p.Format, p.Archive, p.Compared)
+			continue
+		}
 		fmt.Fprintf(&b, "\n`--image-archive` %s: holds `%s` (its %s).\n", p.Archive, p.Ref, p.Compared)
+	}
+	if len(unread) > 0 {
+		fmt.Fprintf(&b, "\nNot inspected by the suite: %s (no --image-archive held it; --pull-pinned did not pull it).\n", strings.Join(unread, ", "))
 	}
 	return b.String()
 }
@@ -110,11 +124,11 @@ func imageUsed(cfg *config.Config, s *config.Subject, im cozystack.ImageRef) str
 	case !s.Stages():
 		return "none: the release does not stage the CNI plugins, so its stager specs were left out"
 	case s.PinnedFor(im) != nil:
-		return "the pinned image itself, unchanged, from --image-archive " + s.PinnedFor(im).Describe() + ": the STG verdicts hold for it"
+		return "the pinned image itself, unchanged, from " + s.PinnedFor(im).Source() + ": the STG verdicts hold for it"
 	case cfg.StagerImage != "":
 		return "the user's image `" + cfg.StagerImage + "` (--stager-image), not the pinned one: the STG verdicts hold for that image"
 	}
-	return fmt.Sprintf("an image built from the checkout: the suite's build of its /cni-plugins (%s of CNI plugins %s, from --plugin-dir %s, as %s extracts them), not the pinned image: the STG verdicts hold for that build (--image-archive gives the pinned one)",
+	return fmt.Sprintf("an image built from the checkout: the suite's build of its /cni-plugins (%s of CNI plugins %s, from --plugin-dir %s, as %s extracts them), not the pinned image: the STG verdicts hold for that build (--image-archive or --pull-pinned gives the pinned one)",
 		strings.Join(s.Image.Plugins, " "), s.Image.PluginsVersion, cfg.PluginDir, cozystack.MultusImageDir+"/Dockerfile")
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/config/configtest"
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
+	"github.com/cozystack/vlan-conformance/framework/image/imagetest"
 	"github.com/cozystack/vlan-conformance/framework/report"
 )
 
@@ -240,6 +241,52 @@ func TestReportNamesThePinnedImages(t *testing.T) {
 		}
 		if want := tc.passedOn; (want == "") != (env.StagerImage == "") || !strings.HasPrefix(env.StagerImage, want) {
 			t.Errorf("%v: the STG verdicts are said to hold for %q, want %q", tc.args, env.StagerImage, want)
+		}
+	}
+}
+
+// With --pull-pinned the stager's row names the pull (the reference and
+// the mirror it came from, the layout it is kept in); without any pinned
+// image the report names each pinned reference the suite did not inspect.
+func TestReportNamesPulledAndUninspectedImages(t *testing.T) {
+	t.Setenv("VCF_CACHE", t.TempDir())
+	rel := configtest.Release(t, root)
+	img := imagetest.Image(t, [2]string{"cni-plugins/bridge", "pulled"})
+	h, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rel.PinMultus(h.String()); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := imagetest.Registry(t)
+	imagetest.Push(t, host, img)
+	ref := "ghcr.io/" + imagetest.PinnedRepo + ":" + imagetest.PinnedTag + "@" + h.String()
+	from := host + "/" + imagetest.PinnedRepo + "@" + h.String() + " (--registry-mirror ghcr.io=" + host + ")"
+	for _, tc := range []struct {
+		args []string
+		want []string
+		not  string
+	}{
+		{[]string{"--pull-pinned", "--registry-mirror=ghcr.io=" + host}, []string{
+			"| the pinned image itself, unchanged, from --pull-pinned: pulled from " + from + ", kept as the OCI layout " + config.PulledCache(),
+			"`--pull-pinned`: `" + ref + "`, pulled from " + from}, "Not inspected"},
+		{nil, []string{"Not inspected by the suite: `" + ref + "` (no --image-archive held it; --pull-pinned did not pull it)",
+			"not the pinned image: the STG verdicts hold for that build (--image-archive or --pull-pinned gives the pinned one)"}, "pulled from"},
+	} {
+		cfg, err := configtest.Lab(t, root, append([]string{"--cozystack=" + rel.Dir}, tc.args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var env report.Environment
+		describeRelease(cfg, &env)
+		for _, w := range tc.want {
+			if !strings.Contains(env.Images, w) {
+				t.Errorf("%v: the report's images do not say %q:\n%s", tc.args, w, env.Images)
+			}
+		}
+		if strings.Contains(env.Images, tc.not) {
+			t.Errorf("%v: the report's images say %q:\n%s", tc.args, tc.not, env.Images)
 		}
 	}
 }

@@ -57,8 +57,13 @@ type Config struct {
 	// ImageArchives is --image-archive: images the release pins, as an
 	// air-gapped mirror holds them (cozystack.go).
 	ImageArchives Repeated
-	subject       *Subject
-	fs            *flag.FlagSet
+	// PullPinned is --pull-pinned: pull the images the release pins that
+	// no archive holds, by digest, from their registry or from the
+	// --registry-mirror of it (RegistryMirrors, HOST=MIRROR each).
+	PullPinned      bool
+	RegistryMirrors Repeated
+	subject         *Subject
+	fs              *flag.FlagSet
 }
 
 // Register binds the flags to fs with the guide's defaults.
@@ -89,7 +94,7 @@ func Register(fs *flag.FlagSet) *Config {
 }
 
 // Validate checks every flag and returns all problems as one error. It
-// creates nothing.
+// creates nothing but what --pull-pinned pulls, in its cache (PulledCache).
 func (c *Config) Validate() error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }

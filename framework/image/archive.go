@@ -229,11 +229,35 @@ type Pinned struct {
 	// Compared says what matched the pin: its manifest digest, or its
 	// index digest (and which platform's image of it runs).
 	Compared string
+	// Pulled is the reference it was pulled from (--pull-pinned; Pull),
+	// with the mirror that served it; "" for an --image-archive.
+	Pulled string
 }
 
-// Describe is the archive as the report names it.
+// Flag is the flag the image came by: --image-archive or --pull-pinned.
+func (p *Pinned) Flag() string {
+	if p.Pulled != "" {
+		return "--pull-pinned"
+	}
+	return "--image-archive"
+}
+
+// Describe is the archive as the report names it: for a pulled image,
+// where from and the layout it is kept in.
 func (p *Pinned) Describe() string {
+	if p.Pulled != "" {
+		return fmt.Sprintf("%s, kept as the %s %s (its %s is the pin's)", p.Pulled, p.Format, p.Archive, p.Compared)
+	}
 	return fmt.Sprintf("%s (%s; its %s is the pin's)", p.Archive, p.Format, p.Compared)
+}
+
+// Source is where the image came from, as the report names it:
+// "--image-archive FILE (...)" or "--pull-pinned: pulled from REF ...".
+func (p *Pinned) Source() string {
+	if p.Pulled != "" {
+		return "--pull-pinned: pulled from " + p.Describe()
+	}
+	return "--image-archive " + p.Describe()
 }
 
 // Pin checks that the archive holds the image ref pins by digest, and
@@ -347,9 +371,19 @@ func imageOf(idx v1.ImageIndex, d v1.Descriptor) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	im, err := child.IndexManifest()
+	h, err := platformChild(child)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the index %s: %w", d.Digest, err)
+	}
+	return child.Image(h)
+}
+
+// platformChild is the digest of this machine's image (linux/GOARCH) in
+// idx: the one the lab runs.
+func platformChild(idx v1.ImageIndex) (v1.Hash, error) {
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return v1.Hash{}, err
 	}
 	var platforms []string
 	for _, c := range im.Manifests {
@@ -357,9 +391,9 @@ func imageOf(idx v1.ImageIndex, d v1.Descriptor) (v1.Image, error) {
 			continue
 		}
 		if c.Platform.OS == "linux" && c.Platform.Architecture == runtime.GOARCH {
-			return child.Image(c.Digest)
+			return c.Digest, nil
 		}
 		platforms = append(platforms, c.Platform.OS+"/"+c.Platform.Architecture)
 	}
-	return nil, fmt.Errorf("the index %s has no linux/%s image (it has %s)", d.Digest, runtime.GOARCH, strings.Join(platforms, ", "))
+	return v1.Hash{}, fmt.Errorf("no linux/%s image (it has %s)", runtime.GOARCH, strings.Join(platforms, ", "))
 }

@@ -96,7 +96,7 @@ func (i ImageInfo) String() string {
 	ref, whose := i.Ref, "the user's image "+i.Source
 	switch {
 	case i.Pinned != nil:
-		ref, whose = i.Pinned.Ref, "the release's pinned image itself, from "+i.Pinned.Describe()
+		ref, whose = i.Pinned.Ref, "the release's pinned image itself, from "+i.Pinned.Source()
 	case i.Source == "":
 		whose = "the suite's reference image (" + i.Built + ")"
 	}
@@ -142,7 +142,7 @@ func readImage(o Options, release, from, dst string, extract func(src, digest, d
 			return info, nil
 		}
 		if err != nil {
-			err = fmt.Errorf("--image-archive: %w", err)
+			err = fmt.Errorf("%s: %w", o.Pinned.Flag(), err)
 		}
 	case o.Image != "":
 		if err = extract(o.Image, "", dst); err != nil {
@@ -225,7 +225,7 @@ func DescribeSubject(o Options) string {
 	}
 	switch {
 	case o.Pinned != nil:
-		fmt.Fprintf(&b, "- image: the release's pinned image itself, `%s`, unchanged, from `%s`\n", o.Pinned.Ref, o.Pinned.Describe())
+		fmt.Fprintf(&b, "- image: the release's pinned image itself, `%s`, unchanged, from %s\n", o.Pinned.Ref, o.Pinned.Source())
 	case o.Image == "":
 		fmt.Fprintf(&b, "- image: the suite's reference build (%s), not the image the reference names\n", info.Built)
 	default:

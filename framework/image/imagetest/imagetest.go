@@ -7,15 +7,21 @@ package imagetest
 import (
 	"archive/tar"
 	"bytes"
+	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
@@ -123,5 +129,38 @@ func WriteTarDir(t testing.TB, dir, p string) {
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// PinnedRepo is the repository the release pins its multus image in, and
+// the tag its pin carries.
+const PinnedRepo, PinnedTag = "cozystack/cozystack/multus-cni", "v1.6.0"
+
+// Registry is an in-process registry (go-containerregistry's) on a
+// loopback port, for the life of the test: a mirror of ghcr.io needing no
+// network. It returns its host:port and a function that stops it.
+func Registry(t testing.TB) (host string, stop func()) {
+	t.Helper()
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://"), srv.Close
+}
+
+// Push puts img (an image or an index) on the registry at host as
+// PinnedRepo:PinnedTag, where a mirror of the release's pin keeps it.
+func Push(t testing.TB, host string, img remote.Taggable) {
+	t.Helper()
+	ref, err := name.NewTag(host + "/" + PinnedRepo + ":" + PinnedTag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch v := img.(type) {
+	case v1.ImageIndex:
+		err = remote.WriteIndex(ref, v)
+	case v1.Image:
+		err = remote.Write(ref, v)
+	}
+	if err != nil {
+		t.Fatalf("push %s: %v", ref, err)
 	}
 }
