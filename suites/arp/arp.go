@@ -62,10 +62,11 @@ const (
 func Specs(r *run.Run) {
 	Describe("Re-creating a VM on VLAN 100", labels.ARP, Ordered, ContinueOnFailure, func() {
 		f := framework.New(r, "arp")
+		// Every guest boots ahead from the cluster's set-up (vm.go).
+		booted := prestartFleet(f)
 		var (
-			p      platform.Platform
-			gw     platform.Gateway
-			booted *fleet
+			p  platform.Platform
+			gw platform.Gateway
 		)
 
 		BeforeAll(func(ctx SpecContext) {
@@ -75,9 +76,7 @@ func Specs(r *run.Run) {
 			skip.IfPods(p, "ARP-01..06 (re-created VMs)")
 			gw = p.Gateway()
 			Expect(f.ApplyNAD(ctx, nad, "vlan100-bridge")).To(Succeed())
-			// Each spec's first boot happens here, all together: the specs
-			// time re-creations, never a first boot.
-			booted = startFleet(ctx, f, p.BridgeNodes())
+			booted.start(ctx)
 			if v05, ok := booted.vms["vm-arp05"]; ok && pinnedBeside() {
 				var stop func()
 				booted.pinned, stop = recreatePinnedBeside(ctx, gw, p, v05)
@@ -382,12 +381,11 @@ func Specs(r *run.Run) {
 		// Seed 003: "If two VMs accidentally receive the same MAC address, an enterprise network
 		// collision occurs, dropping packets across the physical switch."
 		It("[ARP-06] reports two guests with one MAC on VLAN 100 as a collision: the MAC flaps between bridge ports", labels.Claim("ARP-06"), func(ctx SpecContext) {
-			// b on a second node when there is one (startFleet): the collision
+			// b on a second node when there is one (guests): the collision
 			// then spans the trunk, as in seed 003.
-			a, err := booted.take(ctx, "vm-arp06a")
+			pair, err := booted.takeAll(ctx, "vm-arp06a", "vm-arp06b")
 			Expect(err).NotTo(HaveOccurred())
-			b, err := booted.take(ctx, "vm-arp06b")
-			Expect(err).NotTo(HaveOccurred())
+			a, b := pair[0], pair[1]
 			watched := a.Node()
 			mac := a.MAC()
 

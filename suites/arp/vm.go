@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -58,13 +59,14 @@ var guests = []struct {
 	{[]string{"ARP-06"}, "vm-arp06b", sharedMAC, 1},
 }
 
-// fleet is the container's VMs as started, by name, with why any did not;
-// later are those still starting in the background; pinned ARP-05's
-// re-creation when it runs beside vm-arp's (pinned.go).
+// fleet is the container's VMs: every guest booting ahead from the
+// cluster's set-up (framework.PrestartWhen), those taken by name, and
+// ARP-05's re-creation when it runs beside vm-arp's (pinned.go).
 type fleet struct {
+	f      *framework.Framework
+	ahead  map[string]*framework.Prestarted
 	vms    map[string]*vm
-	err    error
-	later  *framework.Behind
+	failed map[string]error // why a taken guest did not start
 	pinned *beside
 }
 
@@ -75,70 +77,104 @@ func pinnedBeside() bool {
 		slices.ContainsFunc(guests[0].claims, func(c string) bool { return c != "ARP-01" && labels.Selected(labels.ARP, labels.Claim(c)) })
 }
 
-// startFleet starts the guests of the specs the run selects, as
+// selects tells whether the run selects a spec of these claims.
+func selects(claims []string) bool {
+	return slices.ContainsFunc(claims, func(c string) bool { return labels.Selected(labels.ARP, labels.Claim(c)) })
+}
+
+// prestartFleet registers the guests, in order, while the spec tree is
+// built: on a platform whose guests boot side by side those of the
+// selected specs boot ahead, behind whatever container runs first, as
 // vm-instance renders them with the guide's cloud-init (and a pinned MAC
-// where the spec pins one). The first selected spec's guests start now,
-// side by side where the platform allows (framework.StartVMs), with
-// ARP-05's when it re-creates it beside them (pinnedBeside); the others'
-// boot behind the specs that run first (framework.StartVMsBehind).
-func startFleet(ctx context.Context, f *framework.Framework, nodes []platform.Node) *fleet {
-	var now, later []platform.VMSpec
+// where the spec pins one).
+func prestartFleet(f *framework.Framework) *fleet {
+	fl := &fleet{f: f, ahead: map[string]*framework.Prestarted{}, vms: map[string]*vm{}, failed: map[string]error{}}
+	for _, g := range guests {
+		fl.ahead[g.name] = f.PrestartWhen(g.name, func(ctx context.Context, p platform.Platform) (platform.VMSpec, error) {
+			nodes := p.BridgeNodes()
+			if len(nodes) == 0 {
+				return platform.VMSpec{}, errors.New("no bridge node on this platform")
+			}
+			err := f.ApplyNAD(ctx, nad, "vlan100-bridge")
+			return platform.VMSpec{Node: nodes[g.node%len(nodes)], Networks: []string{nad}, MAC: g.mac}, err
+		}, func() bool { return selects(g.claims) })
+		if slices.Contains(g.claims, "ARP-06") {
+			fl.ahead[g.name].Later() // the last spec's: ARP-02..05 leave it minutes
+		}
+	}
+	return fl
+}
+
+// start takes, for the whole container, the guests of the first selected
+// spec, with ARP-05's when it re-creates it beside them (pinnedBeside):
+// the specs time re-creations, never a first boot. The others' specs
+// take theirs. A guest that did not start fails the specs that take it.
+func (fl *fleet) start(ctx context.Context) {
+	var names []string
 	var first []string
 	for _, g := range guests {
-		if !slices.ContainsFunc(g.claims, func(c string) bool { return labels.Selected(labels.ARP, labels.Claim(c)) }) {
+		if !selects(g.claims) {
 			continue
 		}
-		spec := platform.VMSpec{Name: g.name, Node: nodes[g.node%len(nodes)], Networks: []string{nad}, MAC: g.mac}
 		if first == nil {
 			first = g.claims
 		}
 		if slices.Equal(g.claims, first) || slices.Contains(g.claims, "ARP-05") && pinnedBeside() {
-			now = append(now, spec)
-		} else {
-			later = append(later, spec)
+			names = append(names, g.name)
 		}
-		if s := f.Config().Subject(); s != nil && s.IaaS != nil && g.mac != "" {
-			f.Note("%s is the suite's own VirtualMachine, not the release's vm-instance render: that chart exposes no way to pin a MAC (%s pinned here)", g.name, g.mac)
+		if s := fl.f.Config().Subject(); s != nil && s.IaaS != nil && g.mac != "" {
+			fl.f.Note("%s is the suite's own VirtualMachine, not the release's vm-instance render: that chart exposes no way to pin a MAC (%s pinned here)", g.name, g.mac)
 		}
 	}
-	fl := &fleet{vms: map[string]*vm{}}
-	if len(later) > 0 {
-		fl.later = f.StartVMsBehind(ctx, later...)
-	}
-	started, err := f.StartVMs(ctx, now...)
-	fl.add(started, err)
-	return fl
+	_, _ = fl.takeAll(ctx, names...) // each spec that takes a guest reports why it did not start
 }
 
-func (fl *fleet) add(started []*framework.VM, err error) {
-	fl.err = errors.Join(fl.err, err)
-	for _, v := range started {
-		if v != nil {
-			fl.vms[v.Name()] = &vm{VM: v, addr: v.Addr.Addr()}
-		}
-	}
-}
-
-// take is the started VM of that name, once it is up.
+// take is the VM of that name, up: taken by the container's set-up, or
+// now, for the current spec.
 func (fl *fleet) take(ctx context.Context, name string) (*vm, error) {
-	if _, ok := fl.vms[name]; !ok && fl.later != nil {
-		started, err := fl.later.Wait(ctx)
-		if ctx.Err() != nil {
-			return nil, err
+	vms, err := fl.takeAll(ctx, name)
+	return vms[0], err
+}
+
+// takeAll is take for several VMs, those not taken yet booting side by
+// side when the background did not get to them.
+func (fl *fleet) takeAll(ctx context.Context, names ...string) ([]*vm, error) {
+	out := make([]*vm, len(names))
+	var pending []*framework.Prestarted
+	var at []int
+	for i, name := range names {
+		if err, ok := fl.failed[name]; ok {
+			return out, fmt.Errorf("%s did not start: %w", name, err)
 		}
-		fl.add(started, err)
-		fl.later = nil
-	}
-	if v, ok := fl.vms[name]; ok {
-		if v.Guest == nil {
-			return nil, fmt.Errorf("%s is gone: an earlier spec's re-creation of it failed", name)
+		if v, ok := fl.vms[name]; ok {
+			if v.Guest == nil {
+				return out, fmt.Errorf("%s is gone: an earlier spec's re-creation of it failed", name)
+			}
+			out[i] = v
+			continue
 		}
-		return v, nil
+		ps, ok := fl.ahead[name]
+		if !ok {
+			return out, fmt.Errorf("no guest %s in this container: a bug in the suite", name)
+		}
+		pending, at = append(pending, ps), append(at, i)
 	}
-	if fl.err != nil {
-		return nil, fmt.Errorf("%s did not start: %w", name, fl.err)
+	if len(pending) == 0 {
+		return out, nil
 	}
-	return nil, fmt.Errorf("%s was not started: the run's label filter %q did not select its spec when the container began", name, GinkgoLabelFilter())
+	started, err := framework.TakeAll(ctx, pending...)
+	for k, v := range started {
+		if v != nil {
+			out[at[k]] = &vm{VM: v, addr: v.Addr.Addr()}
+			fl.vms[names[at[k]]] = out[at[k]]
+		} else {
+			fl.failed[names[at[k]]] = err
+		}
+	}
+	if err != nil {
+		return out, fmt.Errorf("starting %s: %w", strings.Join(names, ", "), err)
+	}
+	return out, nil
 }
 
 // warmed is the started VM of that name, the gateway made to resolve it

@@ -162,76 +162,6 @@ func (f *Framework) StartVMs(ctx context.Context, specs ...platform.VMSpec) ([]*
 	return vms, err
 }
 
-// Behind is VMs starting in the background (StartVMsBehind).
-type Behind struct {
-	done chan struct{}
-	vms  []*VM
-	err  error
-}
-
-// Wait waits until every VM has started or failed (as StartVMs returns
-// them), at most until ctx ends.
-func (b *Behind) Wait(ctx context.Context) ([]*VM, error) {
-	select {
-	case <-b.done:
-		return b.vms, b.err
-	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting for VMs started in the background: %w", context.Cause(ctx))
-	}
-}
-
-// StartVMsBehind starts the VMs of specs as StartVMs does, but in the
-// background, leaving a boot slot to the caller's own boots: a container
-// whose later specs need VMs boots them while its first specs run, on the
-// core a single boot leaves idle. Their addresses are fixed now, in order.
-// Called from a container's BeforeAll, the VMs are deleted when the
-// container ends (a boot still under way is stopped first). On a platform
-// whose guests boot one at a time this is StartVMs, done before it returns.
-func (f *Framework) StartVMsBehind(ctx context.Context, specs ...platform.VMSpec) *Behind {
-	b := &Behind{done: make(chan struct{})}
-	p, err := f.Platform(ctx)
-	if err != nil {
-		b.err = err
-		close(b.done)
-		return b
-	}
-	at := cap(bootSlots(p)) - 1
-	if at < 1 {
-		b.vms, b.err = f.StartVMs(ctx, specs...)
-		close(b.done)
-		return b
-	}
-	vms, err := f.address(p, specs)
-	if err != nil {
-		b.err = err
-		close(b.done)
-		return b
-	}
-	// Ginkgo cancels a node's context when the node returns: the boots
-	// outlive it, until the container's cleanup.
-	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	go func() {
-		defer close(b.done)
-		b.err = boot(bg, p, specs, vms, at, holdBackgroundSlot)
-		for i, v := range vms {
-			if v.Guest == nil {
-				vms[i] = nil
-			}
-		}
-		b.vms = vms
-	}()
-	DeferCleanup(func(ctx SpecContext) {
-		cancel()
-		<-b.done
-		for _, v := range b.vms {
-			if v != nil && v.Guest != nil {
-				Expect(v.p.DeleteVM(ctx, v.Guest)).To(Succeed(), "deleting %s", v.Guest.Name())
-			}
-		}
-	})
-	return b
-}
-
 // address gives each spec the tenant's next address, in order, and the
 // VM that will hold it.
 func (f *Framework) address(p platform.Platform, specs []platform.VMSpec) ([]*VM, error) {
@@ -279,7 +209,7 @@ func boot(ctx context.Context, p platform.Platform, specs []platform.VMSpec, vms
 
 // The process's boot slots: as many guests boot at once as the platform
 // says pays off (platform.SideBySide), whoever starts them (StartVMs, a
-// re-creation, and in the background StartVMsBehind and StartPrestarts).
+// re-creation, and in the background StartPrestarts).
 // Background boots hold one slot fewer between them, so that a spec's own
 // boot never waits for one. One run per process, so one platform: made on
 // first use.

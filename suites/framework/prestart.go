@@ -1,10 +1,12 @@
 package framework
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,11 +26,12 @@ import (
 // gives it to its spec, booting it then when the background did not get
 // to it (and always on a platform whose guests boot one at a time).
 type Prestarted struct {
-	f      *Framework
-	name   string
-	labels []Labels
-	addr   netip.Prefix
-	prep   func(ctx context.Context, p platform.Platform) (platform.VMSpec, error)
+	f        *Framework
+	name     string
+	selected func() bool // whether the run selects a spec that takes it
+	later    bool        // boots ahead after every VM a container takes first
+	addr     netip.Prefix
+	prep     func(ctx context.Context, p platform.Platform) (platform.VMSpec, error)
 
 	mu    sync.Mutex
 	state prestartState
@@ -49,9 +52,9 @@ const (
 )
 
 // aheadAtMost bounds the VMs booted ahead and not yet taken: each holds
-// its node's memory (4 GiB under vm-instance's default instancetype) until
-// its container runs.
-const aheadAtMost = 2
+// its node's memory (4 GiB under vm-instance's default instancetype; about
+// 1.5 GiB of the machine's under TCG) until its container runs.
+const aheadAtMost = 3
 
 var prestarts struct {
 	sync.Mutex
@@ -67,11 +70,17 @@ var prestarts struct {
 // now, while the tree is built, so addresses stay where they were whatever
 // boots first.
 func (f *Framework) Prestart(name string, prep func(ctx context.Context, p platform.Platform) (platform.VMSpec, error), ls ...Labels) *Prestarted {
+	return f.PrestartWhen(name, prep, func() bool { return labels.Selected(ls...) })
+}
+
+// PrestartWhen is Prestart for a VM several specs share: selected tells
+// whether the run selects any of them.
+func (f *Framework) PrestartWhen(name string, prep func(ctx context.Context, p platform.Platform) (platform.VMSpec, error), selected func() bool) *Prestarted {
 	addr, err := f.NextAddress()
 	if err != nil {
 		panic(err) // a tenant's block ran out: a bug in the suite
 	}
-	ps := &Prestarted{f: f, name: name, labels: ls, addr: addr, prep: prep, done: make(chan struct{})}
+	ps := &Prestarted{f: f, name: name, selected: selected, addr: addr, prep: prep, done: make(chan struct{})}
 	prestarts.Lock()
 	prestarts.all = append(prestarts.all, ps)
 	prestarts.Unlock()
@@ -79,7 +88,7 @@ func (f *Framework) Prestart(name string, prep func(ctx context.Context, p platf
 }
 
 // StartPrestarts boots the registered VMs the run selects, in the order
-// registered, one at a time in the background, at most aheadAtMost booted
+// registered (those marked Later last), one at a time in the background, at most aheadAtMost booted
 // and not taken; nothing on a platform whose guests boot one at a time.
 // StopPrestarts ends it.
 func StartPrestarts(ctx context.Context, p platform.Platform) {
@@ -92,10 +101,11 @@ func StartPrestarts(ctx context.Context, p platform.Platform) {
 	all := append([]*Prestarted(nil), prestarts.all...)
 	prestarts.cancel, prestarts.done = cancel, done
 	prestarts.Unlock()
+	slices.SortStableFunc(all, func(a, b *Prestarted) int { return cmp.Compare(btoi(a.later), btoi(b.later)) })
 	go func() {
 		defer close(done)
 		for _, ps := range all {
-			if !labels.Selected(ps.labels...) {
+			if !ps.selected() {
 				continue
 			}
 			for untaken(all) >= aheadAtMost {
@@ -186,39 +196,67 @@ func SetAside(ctx context.Context, match func(platform.VMSpec) bool) error {
 // Take is the VM for the current spec, deleted when the spec (or the
 // container, from a BeforeAll) ends.
 func (ps *Prestarted) Take(ctx context.Context) (*VM, error) {
-	p, err := ps.f.Platform(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var vm *VM
-	ps.mu.Lock()
-	was := ps.state
-	ps.state = taken
-	ps.mu.Unlock()
-	switch was {
-	case waiting:
-		vm, err = ps.boot(ctx, p, false)
-	case booting, ready:
-		select {
-		case <-ps.done:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for %s, booting ahead: %w", ps.name, context.Cause(ctx))
+	vms, err := TakeAll(ctx, ps)
+	return vms[0], err
+}
+
+// TakeAll is Take for several VMs at once: those the background did not
+// get to boot now, side by side where the platform allows. A VM that did
+// not start is nil, and the error names it.
+func TakeAll(ctx context.Context, all ...*Prestarted) ([]*VM, error) {
+	vms := make([]*VM, len(all))
+	errs := make([]error, len(all))
+	var wg sync.WaitGroup
+	for i, ps := range all {
+		p, err := ps.f.Platform(ctx)
+		if err != nil {
+			return vms, err
 		}
-		vm, err = ps.vm, ps.err
-	default:
-		return nil, fmt.Errorf("%s was taken already: a bug in the suite", ps.name)
-	}
-	if vm != nil && vm.Guest != nil {
-		DeferCleanup(func(ctx SpecContext) {
-			if vm.Guest != nil {
-				Expect(vm.p.DeleteVM(ctx, vm.Guest)).To(Succeed(), "deleting %s", vm.Guest.Name())
+		ps.mu.Lock()
+		was := ps.state
+		ps.state = taken
+		ps.mu.Unlock()
+		switch was {
+		case waiting:
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				vms[i], errs[i] = ps.boot(ctx, p, false)
+			}()
+		case booting, ready:
+			select {
+			case <-ps.done:
+			case <-ctx.Done():
+				errs[i] = fmt.Errorf("waiting for %s, booting ahead: %w", ps.name, context.Cause(ctx))
+				continue
 			}
-		})
+			vms[i], errs[i] = ps.vm, ps.err
+		default:
+			errs[i] = fmt.Errorf("%s was taken already: a bug in the suite", ps.name)
+		}
 	}
-	if err != nil {
-		return nil, err
+	wg.Wait()
+	for i, vm := range vms {
+		if vm != nil && vm.Guest != nil {
+			DeferCleanup(func(ctx SpecContext) {
+				if vm.Guest != nil {
+					Expect(vm.p.DeleteVM(ctx, vm.Guest)).To(Succeed(), "deleting %s", vm.Guest.Name())
+				}
+			})
+		}
+		if errs[i] != nil || vm == nil || vm.Guest == nil {
+			vms[i] = nil
+		}
 	}
-	return vm, nil
+	return vms, errors.Join(errs...)
+}
+
+// Later makes it boot ahead only after every VM not so marked: one a
+// container's later spec takes, which the container's own first specs
+// leave time to boot anyway.
+func (ps *Prestarted) Later() *Prestarted {
+	ps.later = true
+	return ps
 }
 
 // move changes the state from one to another, if it is still the first.
@@ -271,4 +309,11 @@ func untaken(all []*Prestarted) int {
 		ps.mu.Unlock()
 	}
 	return n
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
