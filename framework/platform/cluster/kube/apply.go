@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -68,11 +70,39 @@ func (a *Applier) Apply(ctx context.Context, objs []*unstructured.Unstructured) 
 			}
 			ri = a.dyn.Resource(mapping.Resource).Namespace(ns)
 		}
-		if _, err := ri.Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: "vlan-conformance", Force: true}); err != nil {
+		if err := applyOne(ctx, ri, o); err != nil {
 			return fmt.Errorf("apply %s %s/%s: %w", gvk.Kind, o.GetNamespace(), o.GetName(), err)
 		}
 	}
 	return nil
+}
+
+// applyOne applies one object. An admission webhook whose pod is not serving
+// yet (an operator applied a moment ago, or restarted with a kept cluster's
+// nodes) is retried for up to two minutes: the API server reports it only as
+// an internal error naming the webhook.
+func applyOne(ctx context.Context, ri dynamic.ResourceInterface, o *unstructured.Unstructured) error {
+	for start := time.Now(); ; {
+		_, err := ri.Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: "vlan-conformance", Force: true})
+		if err == nil || !webhookUnavailable(err) || time.Since(start) > 2*time.Minute {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
+		case <-time.After(webhookRetry):
+		}
+	}
+}
+
+// webhookRetry is the pause between tries while a webhook is unavailable.
+var webhookRetry = 3 * time.Second
+
+// webhookUnavailable says whether err is the API server failing to call an
+// admission webhook, which it reports only in the message of an internal
+// error.
+func webhookUnavailable(err error) bool {
+	return apierrors.IsInternalError(err) && strings.Contains(err.Error(), "failed calling webhook")
 }
 
 // ApplyTyped applies typed objects (converted for the applier) in order.
