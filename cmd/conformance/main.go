@@ -59,6 +59,8 @@ func mainCode() int {
 	switch d.sub {
 	case "verdicts":
 		return verdicts(os.Stdout, os.Args[2:])
+	case "summary":
+		return summary(os.Stdout, os.Args[2:])
 	case "controls":
 		for _, c := range config.Controls() {
 			fmt.Printf("%-38s %-8s %-7s %s\n", c.ID, c.Claim, c.TierName(), c.Description)
@@ -111,7 +113,7 @@ func mainCode() int {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: conformance run|selftest|bench|soak|preflight|kind-up|kind-down [flags] [-- suite flags]\n       conformance controls\n       conformance verdicts WORKLOAD=JUNIT... (WORKLOAD: vm, pod, lab)\n  conformance run -h   lists the flags")
+	fmt.Fprintln(os.Stderr, "usage: conformance run|selftest|bench|soak|preflight|kind-up|kind-down [flags] [-- suite flags]\n       conformance controls\n       conformance verdicts WORKLOAD=JUNIT... (WORKLOAD: vm, pod, lab)\n       conformance summary LABEL JUNIT   a lane's counts and its report's failures\n  conformance run -h   lists the flags")
 }
 
 func (d *driver) parse() error {

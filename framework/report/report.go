@@ -279,7 +279,7 @@ func WriteConformance(path string, env Environment, vs []Verdict, fails []Failur
 		fmt.Fprintf(&b, "| %s | %s |\n", row[0], strings.ReplaceAll(row[1], "|", "\\|"))
 	}
 	if env.AccessTrunk != "" {
-		fmt.Fprintf(&b, "| trunk | untagged: %s |\n", env.AccessTrunk)
+		fmt.Fprintf(&b, "%s: %s |\n", AccessTrunkRow, env.AccessTrunk)
 	}
 	if env.Control != "" {
 		fmt.Fprintf(&b, "| negative control | %s |\n", env.Control)
@@ -375,8 +375,12 @@ const ChangesHeading = "## What the suite changed in Cozystack's output"
 const ImagesHeading = "## The images the release pins"
 
 // FailuresHeading starts conformance.md's last section, the failures'
-// messages (scripts/lane-summary.sh prints it at the end of a CI log).
+// messages (`conformance summary` prints it at the end of a CI log).
 const FailuresHeading = "## Failures"
+
+// AccessTrunkRow starts the environment table's row written when the trunk
+// carried the VLAN untagged; `conformance summary` finds the row by it.
+const AccessTrunkRow = "| trunk | untagged"
 
 // ControlOutcome is one negative control's record in selftest.json.
 type ControlOutcome struct {
