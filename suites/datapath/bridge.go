@@ -30,7 +30,6 @@ func Specs(r *run.Run) {
 	macvlanSpecs(r)
 	pluginSpecs(r)
 	bridgeNameSpecs(r)
-	consumerSpecs(r)
 	spoofCheckSpecs(r)
 }
 

@@ -12,7 +12,6 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/platform"
-	"github.com/cozystack/vlan-conformance/framework/run"
 	"github.com/cozystack/vlan-conformance/suites/framework"
 	"github.com/cozystack/vlan-conformance/suites/labels"
 	"github.com/cozystack/vlan-conformance/suites/skip"
@@ -34,10 +33,13 @@ const releaseBound = 30 * time.Second
 // object (a macvlan child of uplink.100) a virt-launcher pod holds. The
 // workload on the result is a pod too: the claim is about the node's step
 // 1, and VLAN-01 proves bridge binding on it; neither needs a guest boot.
-func consumerSpecs(r *run.Run) {
-	Describe("Moving a macvlan node to the guide's bridge", labels.Datapath, func() {
-		f := framework.New(r, "consumer")
-
+//
+// It is the macvlan container's last context (macvlanSpecs): by then
+// VLAN-03's and VLAN-04's macvlan children are deleted, and vm-mv, booted
+// ahead for VLAN-03, was used before this spec re-cabled its parent, not
+// deleted unused and booted again.
+func consumerSpecs(f *framework.Framework) {
+	Context("moved to the guide's bridge", func() {
 		It("[VLAN-13] is refused while a macvlan consumer holds uplink.100, and works once the consumer is gone", labels.Claim("VLAN-13"), func(ctx SpecContext) {
 			framework.Disrupts() // it re-cables the macvlan node
 			p, err := f.Platform(ctx)

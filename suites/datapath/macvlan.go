@@ -181,5 +181,7 @@ func macvlanSpecs(r *run.Run) {
 				Expect(svc.Accepted()).To(BeEmpty(), "the service on the parent's address must accept nothing from the child")
 			})
 		})
+
+		consumerSpecs(f)
 	})
 }

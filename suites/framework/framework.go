@@ -145,7 +145,7 @@ func (f *Framework) StartVMs(ctx context.Context, specs ...platform.VMSpec) ([]*
 	if err != nil {
 		return nil, err
 	}
-	err = boot(ctx, p, specs, vms, cap(bootSlots(p)), holdSlot)
+	err = boot(ctx, p, specs, vms, bootSlots(p).size, holdSlot)
 	// Cleanups are registered here, on the spec's goroutine, as Ginkgo needs;
 	// a VM re-created since is deleted as it is then.
 	for i, v := range vms {
@@ -207,67 +207,18 @@ func boot(ctx context.Context, p platform.Platform, specs []platform.VMSpec, vms
 	return errors.Join(errs...)
 }
 
-// The process's boot slots: as many guests boot at once as the platform
-// says pays off (platform.SideBySide), whoever starts them (StartVMs, a
-// re-creation, and in the background StartPrestarts).
-// Background boots hold one slot fewer between them, so that a spec's own
-// boot never waits for one. One run per process, so one platform: made on
-// first use.
-var (
-	slotsOnce          sync.Once
-	slots, behindSlots chan struct{}
-)
-
-func bootSlots(p platform.Platform) chan struct{} {
-	slotsOnce.Do(func() {
-		at := 1
-		if s, ok := platform.As[platform.SideBySide](p); ok {
-			at = max(s.StartsSideBySide(), 1)
-		}
-		slots, behindSlots = make(chan struct{}, at), make(chan struct{}, max(at-1, 1))
-	})
-	return slots
-}
-
-// holdSlot waits for a boot slot; release gives it back.
-func holdSlot(ctx context.Context, p platform.Platform) (release func(), err error) {
-	s := bootSlots(p)
-	select {
-	case s <- struct{}{}:
-		return func() { <-s }, nil
-	case <-ctx.Done():
-		return nil, context.Cause(ctx)
-	}
-}
-
-// holdBackgroundSlot waits for one of the background's slots, then for a
-// boot slot, then for no container to be disrupting (Disrupts).
-func holdBackgroundSlot(ctx context.Context, p platform.Platform) (release func(), err error) {
-	bootSlots(p)
-	select {
-	case behindSlots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, context.Cause(ctx)
-	}
-	r, err := holdSlot(ctx, p)
-	if err != nil {
-		<-behindSlots
-		return nil, err
-	}
-	steady.RLock()
-	return func() { steady.RUnlock(); r(); <-behindSlots }, nil
-}
-
-// steady is held, shared, by every boot in the background, and alone by a
-// container that disturbs what a VM's start needs (Disrupts): background
-// boots run beside whatever container comes first, and a VM whose pod is
-// set up while Multus rolls out gets no network ("pod link is missing").
+// steady is held, shared, by every boot in the background until its guest
+// is attached, and alone by a container that disturbs what a VM's start
+// needs (Disrupts): background boots run beside whatever container comes
+// first, and a VM whose pod is set up while Multus rolls out gets no
+// network ("pod link is missing").
 var steady sync.RWMutex
 
 // Disrupts is called first in a container (its BeforeAll) or a spec that
 // disturbs what a VM's start needs: it rolls Multus out, takes a plugin
-// off a node or re-cables one. It waits for the background's boots under
-// way and holds new ones back until the container (or spec) ends.
+// off a node or re-cables one. It waits until the background's boots under
+// way have their guests attached and holds new ones back until the
+// container (or spec) ends.
 func Disrupts() {
 	steady.Lock()
 	DeferCleanup(steady.Unlock)

@@ -20,9 +20,10 @@ import (
 // Prestarted is a VM one spec of a container starts, registered while the
 // spec tree is built (Prestart). On a platform whose guests boot side by
 // side the run boots it in the background from its set-up on
-// (StartPrestarts), in a boot slot no foreground boot waits for, while
-// whatever containers come first run: a TCG boot is a minute and a half of
-// one core, and one container's single boot leaves the other idle. Take
+// (StartPrestarts), in whatever boot slot no spec's own boot waits for
+// (slotPool), while whatever containers come first run: a TCG boot is a
+// minute and a half of one core, and one container's single boot leaves
+// the other idle. Take
 // gives it to its spec, booting it then when the background did not get
 // to it (and always on a platform whose guests boot one at a time).
 type Prestarted struct {
@@ -54,7 +55,7 @@ const (
 // aheadAtMost bounds the VMs booted ahead and not yet taken: each holds
 // its node's memory (4 GiB under vm-instance's default instancetype; about
 // 1.5 GiB of the machine's under TCG) until its container runs.
-const aheadAtMost = 3
+const aheadAtMost = 4
 
 var prestarts struct {
 	sync.Mutex
@@ -88,11 +89,12 @@ func (f *Framework) PrestartWhen(name string, prep func(ctx context.Context, p p
 }
 
 // StartPrestarts boots the registered VMs the run selects, in the order
-// registered (those marked Later last), one at a time in the background, at most aheadAtMost booted
-// and not taken; nothing on a platform whose guests boot one at a time.
+// registered (those marked Later last), in the background, at most
+// aheadAtMost booting or booted and not taken; nothing on a platform whose
+// guests boot one at a time.
 // StopPrestarts ends it.
 func StartPrestarts(ctx context.Context, p platform.Platform) {
-	if cap(bootSlots(p)) < 2 {
+	if bootSlots(p).size < 2 {
 		return
 	}
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -102,8 +104,13 @@ func StartPrestarts(ctx context.Context, p platform.Platform) {
 	prestarts.cancel, prestarts.done = cancel, done
 	prestarts.Unlock()
 	slices.SortStableFunc(all, func(a, b *Prestarted) int { return cmp.Compare(btoi(a.later), btoi(b.later)) })
+	// As many background boots at once as there are slots: with no spec
+	// booting, the background fills the machine; a spec's own boot waits
+	// for one of them to end at most (slotPool).
+	running := make(chan struct{}, bootSlots(p).size)
 	go func() {
-		defer close(done)
+		var wg sync.WaitGroup
+		defer func() { wg.Wait(); close(done) }()
 		for _, ps := range all {
 			if !ps.selected() {
 				continue
@@ -115,17 +122,27 @@ func StartPrestarts(ctx context.Context, p platform.Platform) {
 				case <-time.After(time.Second):
 				}
 			}
+			select {
+			case running <- struct{}{}:
+			case <-bg.Done():
+				return
+			}
 			if bg.Err() != nil || !ps.move(waiting, booting) {
+				<-running
 				continue
 			}
-			vm, err := ps.boot(bg, p, true)
-			ps.mu.Lock()
-			ps.vm, ps.err = vm, err
-			if ps.state == booting {
-				ps.state = ready
-			}
-			ps.mu.Unlock()
-			close(ps.done)
+			wg.Add(1)
+			go func() {
+				defer func() { <-running; wg.Done() }()
+				vm, err := ps.boot(bg, p, true)
+				ps.mu.Lock()
+				ps.vm, ps.err = vm, err
+				if ps.state == booting {
+					ps.state = ready
+				}
+				ps.mu.Unlock()
+				close(ps.done)
+			}()
 		}
 	}()
 }
@@ -172,7 +189,8 @@ func SetAside(ctx context.Context, match func(platform.VMSpec) bool) error {
 		if state != ready && (state != booting || !began) {
 			continue
 		}
-		// Disrupts waited for the boot to return; its state follows at once.
+		// Disrupts waited for its guest's attachment only: wait for the
+		// boot to return.
 		select {
 		case <-ps.done:
 		case <-ctx.Done():
@@ -285,9 +303,12 @@ func (ps *Prestarted) boot(ctx context.Context, p platform.Platform, background 
 	vm := &VM{Addr: ps.addr, p: p}
 	hold := holdSlot
 	if background {
+		var settle func()
+		ctx = platform.WithBootTrace(ctx, &platform.BootTrace{Attached: func() { settle() }})
 		hold = func(ctx context.Context, p platform.Platform) (func(), error) {
-			release, err := holdBackgroundSlot(ctx, p)
+			release, s, err := holdBackgroundSlot(ctx, p)
 			if err == nil {
+				settle = s
 				ps.mu.Lock()
 				ps.began = true
 				ps.mu.Unlock()

@@ -83,6 +83,7 @@ func (w *Workloads) startVM(ctx context.Context, spec platform.VMSpec, kind stri
 	}
 	boot.VMI = time.Now()
 	w.timeline.Mark(timeline.VMI)
+	platform.Attached(ctx)
 	g := &vmGuest{spec: spec, vmName: name, ownCluster: !w.cfg.ExistingCluster()}
 	if err := w.readStatus(ctx, g); err != nil {
 		return nil, err
@@ -209,8 +210,18 @@ func (w *Workloads) VMStatus(ctx context.Context, pg platform.Guest) (platform.V
 func (w *Workloads) deleteVM(ctx context.Context, namespace, app string) error {
 	name := InstanceName(app)
 	vms, vmis := w.kube.KubeVirt.KubevirtV1().VirtualMachines(namespace), w.kube.KubeVirt.KubevirtV1().VirtualMachineInstances(namespace)
+	// The guest's own shutdown is under no claim, and under TCG it holds a
+	// core for seconds while the VM's terminationGracePeriodSeconds (the
+	// chart's 30) runs: the guest is stopped at once first, as
+	// `virtctl stop --force --grace-period=0` does. A VM already gone, or
+	// stopped, is deleted as it is.
+	zero := int64(0)
+	err := vms.Stop(ctx, name, &kubevirtv1.StopOptions{GracePeriod: &zero})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("stopping VM %s/%s at once: %w", namespace, name, err)
+	}
 	fg := metav1.DeletePropagationForeground
-	err := vms.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &fg})
+	err = vms.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &fg})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
