@@ -106,7 +106,8 @@ func StartPrestarts(ctx context.Context, p platform.Platform) {
 	slices.SortStableFunc(all, func(a, b *Prestarted) int { return cmp.Compare(btoi(a.later), btoi(b.later)) })
 	// As many background boots at once as there are slots: with no spec
 	// booting, the background fills the machine; a spec's own boot waits
-	// for one of them to end at most (slotPool).
+	// for one of them to end at most (slotPool). No more: a boot queued for
+	// a slot already holds steady, which Disrupts would wait for.
 	running := make(chan struct{}, bootSlots(p).size)
 	go func() {
 		var wg sync.WaitGroup
