@@ -74,13 +74,11 @@ type fleet struct {
 // beside the first re-creation of vm-arp: both are selected.
 func pinnedBeside() bool {
 	return labels.Selected(labels.ARP, labels.Claim("ARP-05")) &&
-		slices.ContainsFunc(guests[0].claims, func(c string) bool { return c != "ARP-01" && labels.Selected(labels.ARP, labels.Claim(c)) })
+		labels.SelectsAny(labels.ARP, slices.DeleteFunc(slices.Clone(guests[0].claims), func(c string) bool { return c == "ARP-01" })...)
 }
 
 // selects tells whether the run selects a spec of these claims.
-func selects(claims []string) bool {
-	return slices.ContainsFunc(claims, func(c string) bool { return labels.Selected(labels.ARP, labels.Claim(c)) })
-}
+func selects(claims []string) bool { return labels.SelectsAny(labels.ARP, claims...) }
 
 // prestartFleet registers the guests, in order, while the spec tree is
 // built: on a platform whose guests boot side by side those of the

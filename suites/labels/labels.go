@@ -3,7 +3,11 @@
 // --ginkgo.label-filter=<ID>).
 package labels
 
-import . "github.com/onsi/ginkgo/v2"
+import (
+	"slices"
+
+	. "github.com/onsi/ginkgo/v2"
+)
 
 // NativeLabel marks specs that need root but no lab network: when the
 // lab part runs in the lab VM, these run natively (cmd/conformance).
@@ -42,4 +46,11 @@ func Selected(ls ...Labels) bool {
 		all = append(all, l...)
 	}
 	return all.MatchesLabelFilter(GinkgoLabelFilter())
+}
+
+// SelectsAny reports whether the run selects a spec of any of these claims
+// in a container labelled area: what a VM several specs share needs to
+// know to boot ahead only for a run that takes it.
+func SelectsAny(area Labels, claims ...string) bool {
+	return slices.ContainsFunc(claims, func(c string) bool { return Selected(area, Claim(c)) })
 }
