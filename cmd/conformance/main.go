@@ -343,6 +343,20 @@ func (d *driver) runSuiteTo(ctx context.Context, args []string, out io.Writer) i
 // cluster (CI's lane allows 4 minutes: .ci/run's WITHIN_GRACE).
 const interruptGrace = 3 * time.Minute
 
+// withGracePeriod gives the suite's cleanup nodes, once interrupted, the
+// time the driver gives the suite (less a margin for the sweep after it),
+// not Ginkgo's default 30 s: the AfterSuite of an interrupted VM lane
+// deletes every VM booted ahead, and was measured cut off at 30 s with two
+// tenants' VMs left running. A --ginkgo.grace-period given is kept.
+func withGracePeriod(args []string) []string {
+	for _, a := range args {
+		if strings.HasPrefix(strings.TrimLeft(a, "-"), "ginkgo.grace-period") {
+			return args
+		}
+	}
+	return append(slices.Clone(args), "--ginkgo.grace-period="+(interruptGrace-30*time.Second).String())
+}
+
 // child is a run the driver starts for part of its work (the suite, or
 // itself for bench and soak). On Ctrl-C or SIGTERM the child gets exactly
 // one SIGINT, from the driver, and interruptGrace to clean up. Its own
@@ -359,7 +373,7 @@ func child(ctx context.Context, name string, args ...string) *exec.Cmd {
 }
 
 func (d *driver) execSuite(ctx context.Context, args []string, out io.Writer) int {
-	cmd := child(ctx, d.suite, args...)
+	cmd := child(ctx, d.suite, withGracePeriod(args)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	err := cmd.Run()
 	if serr := fabric.Sweep(); serr != nil {

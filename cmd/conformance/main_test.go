@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 )
@@ -68,5 +69,18 @@ func TestRepeatedFlagsReachTheSuite(t *testing.T) {
 	_ = d.parse() // no --cozystack: bad input, but the arguments are parsed first
 	if got := strings.Join(d.suiteArgs, " "); got != "--image-archive=/a.tar --image-archive=/b,c.tar --pull-pinned=true --registry-mirror=ghcr.io=a:5000 --registry-mirror=quay.io=b" {
 		t.Fatalf("the suite's arguments: %q", got)
+	}
+}
+
+// An interrupted suite gets the driver's grace, not Ginkgo's 30 s, for its
+// cleanup; one the user gave is kept.
+func TestSuiteGetsTheDriversGrace(t *testing.T) {
+	got := withGracePeriod([]string{"--tier=cluster"})
+	if want := "--ginkgo.grace-period=" + (interruptGrace - 30*time.Second).String(); len(got) != 2 || got[1] != want {
+		t.Errorf("got %v, want --tier=cluster %s", got, want)
+	}
+	mine := []string{"--tier=cluster", "-ginkgo.grace-period=5s"}
+	if got := withGracePeriod(mine); len(got) != 2 {
+		t.Errorf("a given grace period must be kept alone: %v", got)
 	}
 }

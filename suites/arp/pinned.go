@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/suites/framework"
 )
 
 // pinnedRun is ARP-05's re-creation as the gateway saw it: its echo
@@ -72,7 +73,7 @@ type beside struct {
 // recreatePinnedBeside starts recreatePinned in the background; stop
 // ends it early (the container ended first).
 func recreatePinnedBeside(ctx context.Context, gw platform.Gateway, p platform.Platform, v *vm) (b *beside, stop func()) {
-	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	bg, cancel := context.WithCancel(framework.Aside(context.WithoutCancel(ctx)))
 	b = &beside{done: make(chan struct{})}
 	go func() {
 		defer close(b.done)

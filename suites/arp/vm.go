@@ -96,9 +96,6 @@ func prestartFleet(f *framework.Framework) *fleet {
 			err := f.ApplyNAD(ctx, nad, "vlan100-bridge")
 			return platform.VMSpec{Node: nodes[g.node%len(nodes)], Networks: []string{nad}, MAC: g.mac}, err
 		}, func() bool { return selects(g.claims) })
-		if slices.Contains(g.claims, "ARP-06") {
-			fl.ahead[g.name].Later() // the last spec's: ARP-02..05 leave it minutes
-		}
 	}
 	return fl
 }

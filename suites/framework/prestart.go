@@ -1,12 +1,10 @@
 package framework
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/netip"
-	"slices"
 	"sync"
 	"time"
 
@@ -30,7 +28,6 @@ type Prestarted struct {
 	f        *Framework
 	name     string
 	selected func() bool // whether the run selects a spec that takes it
-	later    bool        // boots ahead after every VM a container takes first
 	addr     netip.Prefix
 	prep     func(ctx context.Context, p platform.Platform) (platform.VMSpec, error)
 
@@ -89,7 +86,7 @@ func (f *Framework) PrestartWhen(name string, prep func(ctx context.Context, p p
 }
 
 // StartPrestarts boots the registered VMs the run selects, in the order
-// registered (those marked Later last), in the background, at most
+// registered, in the background, at most
 // aheadAtMost booting or booted and not taken; nothing on a platform whose
 // guests boot one at a time.
 // StopPrestarts ends it.
@@ -103,12 +100,11 @@ func StartPrestarts(ctx context.Context, p platform.Platform) {
 	all := append([]*Prestarted(nil), prestarts.all...)
 	prestarts.cancel, prestarts.done = cancel, done
 	prestarts.Unlock()
-	slices.SortStableFunc(all, func(a, b *Prestarted) int { return cmp.Compare(btoi(a.later), btoi(b.later)) })
-	// As many background boots at once as there are slots: with no spec
-	// booting, the background fills the machine; a spec's own boot waits
-	// for one of them to end at most (slotPool). No more: a boot queued for
-	// a slot already holds steady, which Disrupts would wait for.
-	running := make(chan struct{}, bootSlots(p).size)
+	// As many background boots at once as the background may hold slots
+	// (all but one: slotPool), so a spec's own boot starts at once. No
+	// more: a boot queued for a slot already holds steady, which Disrupts
+	// would wait for.
+	running := make(chan struct{}, bootSlots(p).size-1)
 	go func() {
 		var wg sync.WaitGroup
 		defer func() { wg.Wait(); close(done) }()
@@ -226,30 +222,37 @@ func TakeAll(ctx context.Context, all ...*Prestarted) ([]*VM, error) {
 	vms := make([]*VM, len(all))
 	errs := make([]error, len(all))
 	var wg sync.WaitGroup
+	was := make([]prestartState, len(all))
+	// Every boot the background did not begin starts first; only then does
+	// the spec wait for those it did (measured: waiting in order started
+	// vm-arp05 107 s late, once vm-arp's boot ahead had ended).
 	for i, ps := range all {
 		p, err := ps.f.Platform(ctx)
 		if err != nil {
 			return vms, err
 		}
 		ps.mu.Lock()
-		was := ps.state
+		was[i] = ps.state
 		ps.state = taken
 		ps.mu.Unlock()
-		switch was {
-		case waiting:
+		if was[i] == waiting {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				vms[i], errs[i] = ps.boot(ctx, p, false)
 			}()
+		}
+	}
+	for i, ps := range all {
+		switch was[i] {
+		case waiting:
 		case booting, ready:
 			select {
 			case <-ps.done:
+				vms[i], errs[i] = ps.vm, ps.err
 			case <-ctx.Done():
 				errs[i] = fmt.Errorf("waiting for %s, booting ahead: %w", ps.name, context.Cause(ctx))
-				continue
 			}
-			vms[i], errs[i] = ps.vm, ps.err
 		default:
 			errs[i] = fmt.Errorf("%s was taken already: a bug in the suite", ps.name)
 		}
@@ -268,14 +271,6 @@ func TakeAll(ctx context.Context, all ...*Prestarted) ([]*VM, error) {
 		}
 	}
 	return vms, errors.Join(errs...)
-}
-
-// Later makes it boot ahead only after every VM not so marked: one a
-// container's later spec takes, which the container's own first specs
-// leave time to boot anyway.
-func (ps *Prestarted) Later() *Prestarted {
-	ps.later = true
-	return ps
 }
 
 // move changes the state from one to another, if it is still the first.
@@ -331,11 +326,4 @@ func untaken(all []*Prestarted) int {
 		ps.mu.Unlock()
 	}
 	return n
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

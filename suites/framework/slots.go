@@ -10,25 +10,44 @@ import (
 // slotPool is the process's boot slots: as many guests boot at once as the
 // platform says pays off (platform.SideBySide), whoever starts them
 // (StartVMs, a re-creation, the background's StartPrestarts). A freed slot
-// goes to a spec's own boot before the background's: under TCG the
-// machine's cores are the lane's limit, so the background may fill every
-// slot a spec leaves idle, and a spec waits at most for one boot to end.
+// goes to a spec's own boot before the background's, and the background
+// holds one slot fewer than there are: under TCG the machine's cores are
+// the lane's limit, and a spec's boot that waits for a background one to
+// end waits a whole boot (a minute and more), which on the ARP container's
+// chain of re-creations (each after the last) lengthens the lane by as
+// much each time; the slot kept free is idle only while no spec boots.
 type slotPool struct {
-	mu         sync.Mutex
-	size, used int
-	fore, back []chan struct{} // waiters, each handed a slot by closing its channel
+	mu                   sync.Mutex
+	size, used, usedBack int
+	fore, back           []chan struct{} // waiters, each handed a slot by closing its channel
 }
 
 func newSlotPool(size int) *slotPool { return &slotPool{size: max(size, 1)} }
+
+// free tells whether a boot of that kind may take a slot now: the
+// background never the last one, unless there is only one (a platform
+// whose guests boot one at a time has no background boots, but a spec's
+// side work still has to run). s.mu is held.
+func (s *slotPool) free(foreground bool) bool {
+	return s.used < s.size && (foreground || s.usedBack < max(s.size-1, 1))
+}
+
+// take counts a slot handed out. s.mu is held.
+func (s *slotPool) take(foreground bool) {
+	s.used++
+	if !foreground {
+		s.usedBack++
+	}
+}
 
 // hold waits for a slot, ahead of every background waiter when foreground;
 // release gives it back.
 func (s *slotPool) hold(ctx context.Context, foreground bool) (release func(), err error) {
 	s.mu.Lock()
-	if s.used < s.size { // no waiters then: a freed slot goes to one at once
-		s.used++
+	if s.free(foreground) && (foreground || len(s.back) == 0) {
+		s.take(foreground)
 		s.mu.Unlock()
-		return s.releaser(), nil
+		return s.releaser(foreground), nil
 	}
 	ch := make(chan struct{})
 	if foreground {
@@ -39,41 +58,49 @@ func (s *slotPool) hold(ctx context.Context, foreground bool) (release func(), e
 	s.mu.Unlock()
 	select {
 	case <-ch:
-		return s.releaser(), nil
+		return s.releaser(foreground), nil
 	case <-ctx.Done():
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if !s.drop(ch) {
 			// Handed a slot as the context ended: give it on.
-			s.handOn()
+			s.give(foreground)
 		}
 		return nil, context.Cause(ctx)
 	}
 }
 
-func (s *slotPool) releaser() func() {
+func (s *slotPool) releaser(foreground bool) func() {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			s.handOn()
+			s.give(foreground)
 		})
 	}
 }
 
-// handOn passes a held slot to the first foreground waiter, else the first
-// background one, else frees it. s.mu is held.
-func (s *slotPool) handOn() {
-	switch {
-	case len(s.fore) > 0:
-		close(s.fore[0])
-		s.fore = s.fore[1:]
-	case len(s.back) > 0:
-		close(s.back[0])
-		s.back = s.back[1:]
-	default:
-		s.used--
+// give frees a held slot and hands what is free to the foreground waiters
+// first, then to the background's. s.mu is held.
+func (s *slotPool) give(foreground bool) {
+	s.used--
+	if !foreground {
+		s.usedBack--
+	}
+	for {
+		switch {
+		case len(s.fore) > 0 && s.free(true):
+			close(s.fore[0])
+			s.fore = s.fore[1:]
+			s.take(true)
+		case len(s.back) > 0 && s.free(false):
+			close(s.back[0])
+			s.back = s.back[1:]
+			s.take(false)
+		default:
+			return
+		}
 	}
 }
 
@@ -108,9 +135,21 @@ func bootSlots(p platform.Platform) *slotPool {
 	return slots
 }
 
-// holdSlot waits for a boot slot for a spec's own boot.
+// holdSlot waits for a boot slot for a spec's own boot, or for its side
+// work's as the background's (Aside).
 func holdSlot(ctx context.Context, p platform.Platform) (release func(), err error) {
-	return bootSlots(p).hold(ctx, true)
+	aside, _ := ctx.Value(asideKey{}).(bool)
+	return bootSlots(p).hold(ctx, !aside)
+}
+
+type asideKey struct{}
+
+// Aside marks the boots under ctx as a spec's side work, run beside its
+// own (ARP-05's re-creation beside ARP-02's): each takes its slot as the
+// background's boots do, behind every spec's own boot and never the slot
+// kept free, so that the spec's own next boot is not the one that waits.
+func Aside(ctx context.Context) context.Context {
+	return context.WithValue(ctx, asideKey{}, true)
 }
 
 // holdBackgroundSlot waits for no container to be disrupting (Disrupts),
