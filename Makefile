@@ -229,10 +229,12 @@ bench-cluster: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
 soak-cluster: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
 	$(DRIVER) soak --tier=cluster --runs=$(if $(filter command line,$(origin RUNS)),$(RUNS),3) $(KIND_ARGS) $(RELEASE_ARGS) --report-dir=reports/soak-cluster $(ARGS); rc=$$?; $(ENGINE_STOP); exit $$rc
 
-# The negative controls of the cluster-only claims (VLAN-11, STG-09, STG-11): each
-# a cluster run of its own, on a fresh cluster, whose claim's spec must FAIL
-# with the declared message: `make selftest-cluster OFFLINE=1` (pod
-# workloads by default). reports/cluster-selftest/selftest.md.
+# The negative controls on a cluster: the cluster-only claims' (VLAN-11,
+# STG-09, STG-11) and, with WORKLOAD=vm, the lab controls whose break the
+# cluster applies too (config.Control.OnVMs: VLAN-12, VLAN-14). Each is a
+# cluster run of its own, on the cluster make kind-up keeps or a fresh one,
+# whose claim's spec must FAIL with the declared message:
+# `make selftest-cluster OFFLINE=1 WORKLOAD=vm`. reports/cluster-selftest/selftest.md.
 selftest-cluster: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
 	$(DRIVER) selftest --tier=cluster $(KIND_ARGS) $(RELEASE_ARGS) --report-dir=reports/cluster-selftest $(ARGS); rc=$$?; $(ENGINE_STOP); exit $$rc
 

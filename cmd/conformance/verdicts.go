@@ -69,6 +69,9 @@ func verdicts(w io.Writer, args []string) int {
 			cells = append(cells, short(v.Verdict))
 			if proven == "none" && strings.HasPrefix(v.Verdict, "passed") {
 				proven = wl
+				if wl == "vm" && c.Pods {
+					proven = "pod" // its spec attached pods in the VM lane too
+				}
 			}
 		}
 		// Why not on the stronger workloads than the one it was proven on
@@ -82,14 +85,14 @@ func verdicts(w io.Writer, args []string) int {
 				break
 			}
 		}
-		if proven != "vm" && guestClaim(c.ID) {
+		if proven != "vm" && guestClaim(c) {
 			noVM = append(noVM, c.ID)
 		}
 		fmt.Fprintf(w, "  %-8s %-7s %s | %s\n", c.ID, proven, strings.Join(cells, " | "), firstLineOf(why))
 	}
 	guests := 0
 	for _, c := range claims.All {
-		if guestClaim(c.ID) {
+		if guestClaim(c) {
 			guests++
 		}
 	}
@@ -101,9 +104,10 @@ func verdicts(w io.Writer, args []string) int {
 
 // guestClaim: a claim about what a guest on the VLAN sees, which a VM of
 // the VM lane proves for KubeVirt (the STG claims are about the nodes'
-// /opt/cni/bin and the charts, whatever the workload).
-func guestClaim(id string) bool {
-	return strings.HasPrefix(id, "VLAN-") || strings.HasPrefix(id, "ARP-")
+// /opt/cni/bin and the charts, whatever the workload; a lab-only claim
+// has no guest).
+func guestClaim(c claims.Claim) bool {
+	return (strings.HasPrefix(c.ID, "VLAN-") || strings.HasPrefix(c.ID, "ARP-")) && c.Tier != "lab"
 }
 
 func short(v string) string {

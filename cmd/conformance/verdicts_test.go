@@ -20,8 +20,9 @@ func TestVerdictsTable(t *testing.T) {
 		}
 		return p
 	}
-	lab := write("lab.xml", `<testcase name="[It] a [VLAN-01] x" status="passed"></testcase><testcase name="[It] b [ARP-01] y" status="passed"></testcase>`)
-	vm := write("vm.xml", `<testcase name="[It] a [VLAN-01] x" status="passed"></testcase><testcase name="[It] b [ARP-01] y" status="skipped"><skipped message="skip: no gateway here"></skipped></testcase>`)
+	lab := write("lab.xml", `<testcase name="[It] a [VLAN-01] x" status="passed"></testcase><testcase name="[It] b [ARP-01] y" status="passed"></testcase><testcase name="[It] c [VLAN-15] z" status="passed"></testcase>`)
+	// VLAN-04's spec attaches pods in the VM lane too: its pass there is a pod's.
+	vm := write("vm.xml", `<testcase name="[It] a [VLAN-01] x" status="passed"></testcase><testcase name="[It] b [ARP-01] y" status="skipped"><skipped message="skip: no gateway here"></skipped></testcase><testcase name="[It] d [VLAN-04] w" status="passed"></testcase>`)
 	var b strings.Builder
 	if code := verdicts(&b, []string{"lab=" + lab, "vm=" + vm, "pod=" + filepath.Join(dir, "none.xml")}); code != 0 {
 		t.Fatalf("exit %d", code)
@@ -31,14 +32,22 @@ func TestVerdictsTable(t *testing.T) {
 		"not run: pod (",
 		"VLAN-01  vm      passed | passed |",
 		"ARP-01   lab     skipped | passed | vm: skip: no gateway here",
+		"VLAN-04  pod     passed | not run |",
 		"NO VM VERDICT FROM THIS RUN for ",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out[strings.Index(out, "NO VM VERDICT"):], "VLAN-01 ") {
+	noVM := out[strings.Index(out, "NO VM VERDICT"):]
+	if strings.Contains(noVM, "VLAN-01 ") {
 		t.Errorf("VLAN-01 passed on VMs, yet listed without a VM verdict:\n%s", out)
+	}
+	if !strings.Contains(noVM, "VLAN-04 ") {
+		t.Errorf("VLAN-04 passed on the VM lane's pods, yet not listed without a VM verdict:\n%s", out)
+	}
+	if strings.Contains(noVM, "VLAN-15") {
+		t.Errorf("VLAN-15 has no guest (lab only), yet listed without a VM verdict:\n%s", out)
 	}
 	if code := verdicts(&b, []string{"vmware=" + vm}); code != 2 {
 		t.Errorf("an unknown workload: exit %d, want 2", code)

@@ -12,7 +12,11 @@ import (
 type Claim struct {
 	ID       string
 	Sentence string // what the guide (or seed 003) says, in one line
-	Tier     string // "" = every tier, "cluster" = cluster only
+	Tier     string // "" = every tier, "cluster" = cluster only, "lab" = the lab only (no guest: a staged directory)
+	// Pods: its cluster spec attaches pods in every lane (a macvlan child,
+	// a consumer holding the sub-interface), so a VM lane's verdict on it
+	// is a pod's, not KubeVirt's.
+	Pods bool
 	// Exemption says why the claim has no negative control, where it has
 	// none; the conformance report prints it.
 	Exemption string
@@ -67,7 +71,7 @@ var All = []Claim{
 	{ID: "VLAN-01", Sentence: "A bridge-type NAD on a Linux bridge enslaving uplink.100: guest and gateway reach each other both ways."},
 	{ID: "VLAN-02", Sentence: "The guest's frames cross the trunk tagged with VLAN 100."},
 	{ID: "VLAN-03", Sentence: "macvlan: the guest transmits but never receives; replies to the guest MAC are dropped, its neighbour entry stays FAILED."},
-	{ID: "VLAN-04", Sentence: "macvlan: the host cannot reach macvlan children through the parent interface, nor can they reach a TCP service on its address."},
+	{ID: "VLAN-04", Sentence: "macvlan: the host cannot reach macvlan children through the parent interface, nor can they reach a TCP service on its address.", Pods: true},
 	{ID: "VLAN-05", Sentence: "With a host address on the bridge, host and bridge-attached VMs reach each other, a TCP service on that address included."},
 	{ID: "VLAN-06", Sentence: "ipam: {} assigns no address; the guest configures its own from cloud-init userData."},
 	{ID: "VLAN-07", Sentence: "The /24 on the VLAN NIC adds only the connected route; the default route stays on the pod NIC."},
@@ -76,9 +80,9 @@ var All = []Claim{
 	{ID: "VLAN-10", Sentence: "The attachment's MTU must match the physical VLAN: full-size DF passes when they match, is dropped when the path is smaller (seed 003)."},
 	{ID: "VLAN-11", Sentence: "The NAD is resolved in the VM's own namespace: without a copy there the VLAN NIC does not start.", Tier: "cluster"},
 	{ID: "VLAN-12", Sentence: "With macspoofchk: true on the bridge NAD the guest's own traffic passes under bridge binding; a frame from another source MAC is dropped at the node (seed 003)."},
-	{ID: "VLAN-13", Sentence: "The uplink's VLAN sub-interface cannot be enslaved to br100 while a macvlan consumer holds it (EBUSY); once the consumer is gone it can, and a workload on the resulting br100 reaches the gateway."},
+	{ID: "VLAN-13", Sentence: "The uplink's VLAN sub-interface cannot be enslaved to br100 while a macvlan consumer holds it (EBUSY); once the consumer is gone it can, and a workload on the resulting br100 reaches the gateway.", Pods: true},
 	{ID: "VLAN-14", Sentence: "A NAD naming a bridge step 1 did not make gets a new, isolated bridge of its own: the attachment succeeds, nothing reports an error, and the guest reaches nothing."},
-	{ID: "VLAN-15", Sentence: `On a Talos node before staging a macvlan NAD fails with failed to find plugin "macvlan" in path [...]; after staging the same NAD attaches, on the same directory.`},
+	{ID: "VLAN-15", Sentence: `On a Talos node before staging a macvlan NAD fails with failed to find plugin "macvlan" in path [...]; after staging the same NAD attaches, on the same directory.`, Tier: "lab"},
 	{ID: "STG-01", Sentence: "Staging installs exactly the 14 upstream reference plugins, byte-identical, mode 0755."},
 	{ID: "STG-02", Sentence: "It never writes loopback, dhcp, dummy, tap, nor any file that is not an image plugin."},
 	{ID: "STG-03", Sentence: "It replaces a same-name file every run, by rename: an executing plugin keeps running."},

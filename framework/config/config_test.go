@@ -53,6 +53,8 @@ func TestValidateRejectsBadInput(t *testing.T) {
 		// A control applied to the other tier would change nothing.
 		{[]string{"--control=" + CtlNADInVMNamespace}, "built on the cluster tier, not --tier=lab"},
 		{[]string{"--tier=cluster", "--control=" + CtlNoSubinterface}, "built on the lab tier, not --tier=cluster"},
+		// A lab control that breaks VMs on a cluster has no VM there to break.
+		{[]string{"--tier=cluster", "--workload=pod", "--control=" + CtlSpoofchkDropped}, "on a cluster it breaks VMs: pass --workload=vm"},
 		{[]string{"--other-vlan=100"}, "must differ"},
 	} {
 		err := parse(t, tc.args...)
@@ -127,7 +129,7 @@ func TestEveryLabClaimHasAControl(t *testing.T) {
 		controlled[c.Claim] = true
 	}
 	for _, c := range claims.All {
-		if c.Tier == "" && !controlled[c.ID] {
+		if c.Tier != "cluster" && !controlled[c.ID] {
 			t.Errorf("%s: no negative control names it (add one to the list in framework/config/controls.go)", c.ID)
 		}
 	}

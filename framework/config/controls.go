@@ -1,9 +1,11 @@
 package config
 
 import (
+	"encoding/json"
 	"slices"
 	"strconv"
 
+	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/stager"
 )
@@ -23,6 +25,18 @@ type Control struct {
 	// Tier is where the broken subject is built: "" for the lab, "cluster"
 	// for a kind cluster the suite makes (the cluster-only claims).
 	Tier string
+	// OnVMs: a lab control that is also a cluster control when the cluster
+	// runs KubeVirt VMs (--workload=vm): its break (NAD) is one the
+	// cluster's platform applies as the lab's does, and its spec then
+	// fails on a VM under KubeVirt's bridge binding, not on the lab's
+	// replica of it.
+	OnVMs bool
+	// NAD is the config the CNI plugin gets instead of conf, for every NAD
+	// the run applies: what a renderer that drops or rewrites a key hands
+	// it. Nil: the NADs are the guide's (VLAN-06's host-local IPAM is the
+	// lab's own: its leases live in the lab's directory, its pool comes
+	// from the address plan).
+	NAD func(conf string) string
 	// NeedsRelease: the broken subject is made from the release under test
 	// (--cozystack); without one there is nothing to break.
 	NeedsRelease bool
@@ -128,7 +142,7 @@ var controls = []Control{
 	{ID: CtlNoSubinterface, Claim: "VLAN-01", Description: "br100 enslaves no VLAN sub-interface (uplink.100 absent)", Expect: failures.ReachesGateway},
 	{ID: CtlWrongVLAN, Claim: "VLAN-01", Description: "the node's sub-interface carries VLAN 101, the gateway VLAN 100", Expect: failures.ReachesGateway},
 	{ID: CtlUntagged, Claim: "VLAN-02", Description: "br100 enslaves the untagged uplink itself", Expect: failures.CrossesUntagged},
-	{ID: CtlMacvlanPassthru, Claim: "VLAN-03", Description: "macvlan in passthru mode: the child receives every frame, so replies to the guest MAC arrive", Expect: failures.NoReplyReachesGuest},
+	{ID: CtlMacvlanPassthru, Claim: "VLAN-03", Description: "macvlan in passthru mode: the child receives every frame, so replies to the guest MAC arrive", NAD: SetNADKey("macvlan", "mode", "passthru"), Expect: failures.NoReplyReachesGuest},
 	{ID: CtlHostMacvlanShim, Claim: "VLAN-04", Description: "the node's address sits on a macvlan sibling (mode bridge) of the pod's child instead of the parent: the host does reach the child", Expect: failures.NoHostARPAtChild},
 	{ID: CtlServiceOnShim, Claim: "VLAN-04", Description: "the node's address, and its TCP service, sit on a macvlan sibling (mode bridge) of the pod's child: the child connects", Expect: failures.NoConnectionToParent},
 	{ID: CtlAddrOnSubinterface, Claim: "VLAN-05", Description: "the node's address sits on the enslaved uplink.100 instead of br100", Expect: failures.ReachesGuest},
@@ -140,11 +154,34 @@ var controls = []Control{
 	{ID: CtlNodeHasBridge, Claim: "VLAN-09", Description: "the node lacking bridge has it after all", Expect: failures.NamesMissingPlugin},
 	{ID: CtlJumboPath, Claim: "VLAN-10", Description: "the physical VLAN carries 9000-byte frames, so the path is not smaller", Expect: failures.DroppedOnSmallerPath},
 	{ID: CtlNADInVMNamespace, Claim: "VLAN-11", Tier: "cluster", Description: "every NAD the run applies is also copied into the VM's own namespace, as a NAD replicator would: the VM there gets its VLAN NIC", Expect: failures.ReportsNADMissing},
-	{ID: CtlSpoofchkDropped, Claim: "VLAN-12", Description: "the NAD reaches the bridge plugin without macspoofchk (a renderer that drops the key): a frame from another MAC crosses the node", Expect: failures.SpoofchkDrops},
-	{ID: CtlConsumerOnTrunk, Claim: "VLAN-13", Description: "the consumer's macvlan child hangs off the trunk uplink, not uplink.100: nothing holds the sub-interface step 1 enslaves", Expect: failures.RefusesToEnslave},
-	{ID: CtlNADBridgeCorrected, Claim: "VLAN-14", Description: "the subject puts every bridge-type attachment on step 1's br100, whatever bridge its NAD names", Expect: failures.NewBridgeMade},
+	{ID: CtlSpoofchkDropped, Claim: "VLAN-12", Description: "the NAD reaches the bridge plugin without macspoofchk (a renderer that drops the key): a frame from another MAC crosses the node", OnVMs: true, NAD: dropKey("bridge", "macspoofchk"), Expect: failures.SpoofchkDrops},
+	{ID: CtlConsumerOnTrunk, Claim: "VLAN-13", Description: "the consumer's macvlan child hangs off the trunk uplink, not uplink.100: nothing holds the sub-interface step 1 enslaves", NAD: SetNADKey("macvlan", "master", fabric.UplinkName), Expect: failures.RefusesToEnslave},
+	{ID: CtlNADBridgeCorrected, Claim: "VLAN-14", Description: "the subject puts every bridge-type attachment on step 1's br100, whatever bridge its NAD names", OnVMs: true, NAD: SetNADKey("bridge", "bridge", fabric.BridgeName), Expect: failures.NewBridgeMade},
 	// VLAN-15 is proven on a staged directory.
 	{ID: "VLAN-15/image-without-macvlan", Claim: "VLAN-15", Native: true, Description: "the image's /cni-plugins lacks macvlan (a Dockerfile that extracts the other 13): staging cannot mend the NAD", ImagePlugins: imageWithout("macvlan"), Expect: failures.AttachesAfterStaging},
+}
+
+// setKey sets a top-level key of NAD configs of one plugin type.
+func SetNADKey(pluginType, key string, value any) func(string) string {
+	return editNAD(pluginType, func(m map[string]any) { m[key] = value })
+}
+
+// dropKey removes a top-level key of NAD configs of one plugin type.
+func dropKey(pluginType, key string) func(string) string {
+	return editNAD(pluginType, func(m map[string]any) { delete(m, key) })
+}
+
+// editNAD applies edit to NAD configs of one plugin type, leaving others.
+func editNAD(pluginType string, edit func(map[string]any)) func(string) string {
+	return func(conf string) string {
+		m := map[string]any{}
+		if json.Unmarshal([]byte(conf), &m) != nil || m["type"] != pluginType {
+			return conf
+		}
+		edit(m)
+		b, _ := json.Marshal(m)
+		return string(b)
+	}
 }
 
 func stagerMutant(file string) []string {
@@ -166,7 +203,9 @@ func imageWithout(name string) func([]string) []string {
 }
 
 // OnTier reports whether the control's subject is built on tier.
-func (c Control) OnTier(tier string) bool { return c.TierName() == tier }
+func (c Control) OnTier(tier string) bool {
+	return c.TierName() == tier || c.OnVMs && tier == "cluster"
+}
 
 // TierName is the tier the control's subject is built on: lab or cluster.
 func (c Control) TierName() string {
@@ -211,6 +250,15 @@ func knownControl(id string) bool { _, ok := controlByID(id); return ok }
 
 // Is reports whether the run applies the control id.
 func (c *Config) Is(id string) bool { return c.Control == id }
+
+// ControlNAD is conf as the run's control breaks it (Control.NAD), or
+// conf itself.
+func (c *Config) ControlNAD(conf string) string {
+	if ctl, ok := controlByID(c.Control); ok && ctl.NAD != nil {
+		return ctl.NAD(conf)
+	}
+	return conf
+}
 
 // StagerImagePlugins are the plugins the image the suite builds carries:
 // with --cozystack the names the release's Dockerfile extracts, else nil

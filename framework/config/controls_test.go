@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -272,5 +273,47 @@ func TestControlImagePlugins(t *testing.T) {
 	}
 	if !slices.Equal(stager.StagedPlugins, fourteen) || len(fourteen) != 14 {
 		t.Errorf("a control's image changed stager.StagedPlugins: %v", stager.StagedPlugins)
+	}
+}
+
+// A control that breaks the NADs says how in its value, for the lab and
+// the cluster alike: only NADs of its plugin type change, and without a
+// control none does.
+func TestControlNAD(t *testing.T) {
+	bridge := `{"cniVersion":"1.0.0","type":"bridge","bridge":"br101","macspoofchk":true,"ipam":{}}`
+	macvlan := `{"cniVersion":"1.0.0","type":"macvlan","master":"uplink.100","mode":"bridge","ipam":{}}`
+	for _, tc := range []struct {
+		control, conf string
+		want          map[string]any // keys of the result that must hold these values; nil: unchanged
+		gone          string         // a key the result must not have
+	}{
+		{"", bridge, nil, ""},
+		{CtlSpoofchkDropped, bridge, map[string]any{"bridge": "br101"}, "macspoofchk"},
+		{CtlSpoofchkDropped, macvlan, nil, ""},
+		{CtlNADBridgeCorrected, bridge, map[string]any{"bridge": "br100", "macspoofchk": true}, ""},
+		{CtlMacvlanPassthru, macvlan, map[string]any{"mode": "passthru", "master": "uplink.100"}, ""},
+		{CtlMacvlanPassthru, bridge, nil, ""},
+		{CtlConsumerOnTrunk, macvlan, map[string]any{"master": "uplink"}, ""},
+		{CtlNoSubinterface, bridge, nil, ""},
+	} {
+		got := (&Config{Control: tc.control}).ControlNAD(tc.conf)
+		if tc.want == nil {
+			if got != tc.conf {
+				t.Errorf("--control=%q: %s became %s, want it unchanged", tc.control, tc.conf, got)
+			}
+			continue
+		}
+		m := map[string]any{}
+		if err := json.Unmarshal([]byte(got), &m); err != nil {
+			t.Fatalf("--control=%q: %s: %v", tc.control, got, err)
+		}
+		for k, v := range tc.want {
+			if m[k] != v {
+				t.Errorf("--control=%q: %s has %s=%v, want %v", tc.control, got, k, m[k], v)
+			}
+		}
+		if _, ok := m[tc.gone]; tc.gone != "" && ok {
+			t.Errorf("--control=%q: %s still has %s", tc.control, got, tc.gone)
+		}
 	}
 }

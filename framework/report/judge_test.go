@@ -108,9 +108,13 @@ func TestASuiteNodeFailureIsWhyClaimsDidNotRun(t *testing.T) {
 // A verdict says what it was proven on where that is less than the
 // guide's setup (issue 22, items 10 and 11).
 func TestQualify(t *testing.T) {
-	arp01, vlan02, stg01 := claims.All[0], claims.All[0], claims.All[0]
+	arp01, vlan02, stg01, vlan04, vlan12 := claims.All[0], claims.All[0], claims.All[0], claims.All[0], claims.All[0]
 	for _, c := range claims.All {
 		switch c.ID {
+		case "VLAN-04":
+			vlan04 = c
+		case "VLAN-12":
+			vlan12 = c
 		case "ARP-01":
 			arp01 = c
 		case "VLAN-02":
@@ -128,6 +132,12 @@ func TestQualify(t *testing.T) {
 		{Environment{Tier: "cluster", AccessTrunk: "no 8021q"}, Verdict{Claim: arp01, Verdict: "passed"}, "passed on an access-mode trunk (uplink in br100; no uplink.100 on this kernel)"},
 		{Environment{Tier: "cluster", AccessTrunk: "no 8021q"}, Verdict{Claim: vlan02, Verdict: "skipped"}, "skipped"},
 		{Environment{Tier: "cluster", Pods: true, AccessTrunk: "no 8021q"}, Verdict{Claim: arp01, Verdict: "passed (1 of 2 specs; skipped: x)"}, "passed on pods, not VMs, on an access-mode trunk (uplink in br100; no uplink.100 on this kernel) (1 of 2 specs; skipped: x)"},
+		// Issue 36: VLAN-04's spec attaches pods in the VM lane too; VLAN-12's
+		// drop happens on a br100 that enslaves the uplink itself.
+		{Environment{Tier: "cluster"}, Verdict{Claim: vlan04, Verdict: "passed"}, "passed on pods, not VMs (its spec attaches pods on every cluster)"},
+		{Environment{Tier: "cluster", Pods: true}, Verdict{Claim: vlan04, Verdict: "passed"}, "passed on pods, not VMs"},
+		{Environment{Tier: "lab"}, Verdict{Claim: vlan04, Verdict: "passed"}, "passed"},
+		{Environment{Tier: "cluster", AccessTrunk: "no 8021q"}, Verdict{Claim: vlan12, Verdict: "passed"}, "passed on an access-mode trunk (uplink in br100; no uplink.100 on this kernel)"},
 		{Environment{Tier: "lab"}, Verdict{Claim: arp01, Verdict: "passed"}, "passed on the lab's replica of KubeVirt's MAC allocation, not KubeVirt (the VM lane's verdict speaks for KubeVirt)"},
 		{Environment{Tier: "lab"}, Verdict{Claim: vlan02, Verdict: "passed"}, "passed"},
 		// Issue 35: the stager ran a build of the checkout, not the pinned image.

@@ -155,6 +155,8 @@ func Verdicts(cases []TestCase, reportDir string) []Verdict {
 			v.Reason = suite
 		case c.Tier == "cluster":
 			v.Reason = "cluster tier only"
+		case c.Tier == "lab":
+			v.Reason = "lab tier only"
 		}
 		dir := filepath.Join("artifacts", c.ID)
 		if _, err := os.Stat(filepath.Join(reportDir, dir)); err == nil {
@@ -325,7 +327,7 @@ func WriteConformance(path string, env Environment, vs []Verdict, fails []Failur
 
 // Claims whose verdict rests on the wiring of uplink.100 into br100: on an
 // access-mode trunk (no 8021q) br100 enslaves the uplink itself.
-var trunkClaims = []string{"VLAN-01", "VLAN-05", "VLAN-06", "VLAN-07", "VLAN-09", "VLAN-10", "ARP-01", "ARP-02", "ARP-03", "ARP-04", "ARP-05", "ARP-06"}
+var trunkClaims = []string{"VLAN-01", "VLAN-05", "VLAN-06", "VLAN-07", "VLAN-09", "VLAN-10", "VLAN-12", "VLAN-13", "ARP-01", "ARP-02", "ARP-03", "ARP-04", "ARP-05", "ARP-06"}
 
 // Claims about KubeVirt's MAC allocation: the lab proves its replica of
 // it (the suite's own allocator), the VM lane KubeVirt itself.
@@ -348,6 +350,8 @@ func qualify(env Environment, v Verdict) string {
 	var on []string
 	if env.Pods {
 		on = append(on, "pods, not VMs")
+	} else if env.Tier == "cluster" && v.Claim.Pods {
+		on = append(on, "pods, not VMs (its spec attaches pods on every cluster)")
 	}
 	if env.AccessTrunk != "" && slices.Contains(trunkClaims, v.Claim.ID) {
 		on = append(on, "an access-mode trunk (uplink in br100; no uplink.100 on this kernel)")

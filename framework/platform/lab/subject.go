@@ -2,7 +2,6 @@ package lab
 
 import (
 	"crypto/sha256"
-	"encoding/json"
 	"maps"
 	"net"
 	"net/netip"
@@ -17,7 +16,8 @@ import (
 
 // subject is what the lab builds for a run: the guide's setup, or the
 // deliberately broken variant a negative control names. This is the only
-// place controls turn into topology, NAD or cloud-init changes.
+// place controls turn into topology or cloud-init changes; a NAD break is
+// the control's own value (config.Control.NAD), the cluster applies it too.
 type subject struct {
 	bridgeWiring  fabric.Wiring
 	macvlanWiring fabric.Wiring
@@ -51,7 +51,7 @@ const hostLocalDataDir = "/run/vcf-host-local"
 func subjectFor(cfg *config.Config) subject {
 	s := subject{
 		bridgeWiring: fabric.GuideBridge, macvlanWiring: fabric.MacvlanParent, mtu: 1500,
-		nadConfig: same, cloudInit: same,
+		nadConfig: cfg.ControlNAD, cloudInit: same,
 		gatewayTimers: func(d map[string]string) map[string]string { return d },
 		vmMAC:         func(spec platform.VMSpec, _ func(string) bool) string { return spec.MAC },
 	}
@@ -74,21 +74,14 @@ func subjectFor(cfg *config.Config) subject {
 		s.mtu = 9000
 	case config.CtlNodeHasBridge:
 		s.keepPlugins = true
-	case config.CtlMacvlanPassthru:
-		s.nadConfig = setKey("macvlan", "mode", "passthru")
-	case config.CtlConsumerOnTrunk:
-		s.nadConfig = setKey("macvlan", "master", fabric.UplinkName)
-	case config.CtlSpoofchkDropped:
-		s.nadConfig = dropKey("bridge", "macspoofchk")
-	case config.CtlNADBridgeCorrected:
-		s.nadConfig = setKey("bridge", "bridge", fabric.BridgeName)
 	case config.CtlHostLocalIPAM:
 		// The pool the allocator keeps for controls: no guest holds one of its addresses.
 		first, last := addresses.ControlPool(netip.MustParsePrefix(cfg.Subnet))
-		s.nadConfig = setKey("bridge", "ipam", map[string]any{
+		ipam := map[string]any{
 			"type": "host-local", "subnet": cfg.Subnet, "rangeStart": first.String(), "rangeEnd": last.String(),
 			"dataDir": hostLocalDataDir,
-		})
+		}
+		s.nadConfig = config.SetNADKey("bridge", "ipam", ipam)
 	case config.CtlARPNameDerivedMAC:
 		s.vmMAC = func(spec platform.VMSpec, _ func(string) bool) string {
 			if spec.MAC != "" {
@@ -136,27 +129,4 @@ func same(s string) string { return s }
 func nameMAC(name string) string {
 	h := sha256.Sum256([]byte(name))
 	return net.HardwareAddr{0x02, h[0], h[1], h[2], h[3], h[4]}.String()
-}
-
-// setKey sets a top-level key of NAD configs of one plugin type.
-func setKey(pluginType, key string, value any) func(string) string {
-	return editNAD(pluginType, func(m map[string]any) { m[key] = value })
-}
-
-// dropKey removes a top-level key of NAD configs of one plugin type.
-func dropKey(pluginType, key string) func(string) string {
-	return editNAD(pluginType, func(m map[string]any) { delete(m, key) })
-}
-
-// editNAD applies edit to NAD configs of one plugin type, leaving others.
-func editNAD(pluginType string, edit func(map[string]any)) func(string) string {
-	return func(conf string) string {
-		m := map[string]any{}
-		if json.Unmarshal([]byte(conf), &m) != nil || m["type"] != pluginType {
-			return conf
-		}
-		edit(m)
-		b, _ := json.Marshal(m)
-		return string(b)
-	}
 }

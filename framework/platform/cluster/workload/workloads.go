@@ -87,6 +87,10 @@ func (w *Workloads) ApplyNAD(ctx context.Context, namespace string, nad platform
 	if err := w.owner.EnsureNamespace(ctx, w.kube, namespace); err != nil {
 		return err
 	}
+	if broken := w.cfg.ControlNAD(nad.Config); broken != nad.Config {
+		evidence.Artifacts{ReportDir: w.cfg.ReportDir}.Note("workload", "NAD %s/%s: control %s: %s instead of the fixture's %s", namespace, nad.Name, w.cfg.Control, broken, nad.Config)
+		nad.Config = broken
+	}
 	if untagged, why := w.trunk.Untagged(); untagged {
 		// No uplink.100 on an untagged trunk: the uplink is the parent.
 		sub := fmt.Sprintf("%q", fabric.SubName(fabric.UplinkName, w.cfg.VLAN))
