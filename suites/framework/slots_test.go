@@ -62,11 +62,7 @@ func TestTheBackgroundLeavesASlotFree(t *testing.T) {
 	s := newSlotPool(2)
 	ctx := context.Background()
 	back1, _ := s.hold(ctx, false)
-	second := make(chan func(), 1)
-	go func() {
-		r, _ := s.hold(ctx, false)
-		second <- r
-	}()
+	second := holdLater(s, false)
 	select {
 	case <-second:
 		t.Fatal("the background got both slots")
@@ -103,11 +99,7 @@ func TestOneSlotServesTheBackgroundToo(t *testing.T) {
 	s := newSlotPool(1)
 	ctx := context.Background()
 	fore, _ := s.hold(ctx, true)
-	got := make(chan func(), 1)
-	go func() {
-		r, _ := s.hold(ctx, false)
-		got <- r
-	}()
+	got := holdLater(s, false)
 	fore()
 	select {
 	case r := <-got:
@@ -115,4 +107,15 @@ func TestOneSlotServesTheBackgroundToo(t *testing.T) {
 	case <-time.After(time.Second):
 		t.Fatal("the background's waiter never got the only slot, free")
 	}
+}
+
+// holdLater waits for a slot in a goroutine and hands its release over
+// once it has one.
+func holdLater(s *slotPool, foreground bool) <-chan func() {
+	got := make(chan func(), 1)
+	go func() {
+		r, _ := s.hold(context.Background(), foreground)
+		got <- r
+	}()
+	return got
 }
