@@ -291,5 +291,8 @@ func commandOutput(out, line string) string {
 // or /dev/console) wrote to the serial console while a command ran, such as
 // "[   43.184971] cloud-init[246]: ** WARNING **: Permissions for
 // /etc/netplan/50-cloud-init.yaml are too open", seen in a login's `id -u`.
-// It is not the command's output.
-var consoleMessageRE = regexp.MustCompile(`(?m)^\[ *\d+\.\d{6}\] .*\n`)
+// It is not the command's output. It need not start a line: the console
+// driver writes beside the tty, and in CI cloud-init's final line landed
+// between `id -u`'s "0" and its newline ("0[   40.827536] cloud-init[248]:
+// Cloud-init v. 22.4.2 finished ...\n\n").
+var consoleMessageRE = regexp.MustCompile(`\[ *\d+\.\d{6}\] [^\n]*\n`)

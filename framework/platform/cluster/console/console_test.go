@@ -214,6 +214,19 @@ func TestConsoleMessagesAreNotOutput(t *testing.T) {
 	}
 }
 
+// A console message can land inside a line of output: in CI cloud-init's
+// final line came between `id -u`'s "0" and its newline, and the login read
+// the shell as not root.
+func TestAConsoleMessageInsideALineIsNotOutput(t *testing.T) {
+	g, c := newFake(t)
+	g.answers["id -u"] = answer{out: "0[   40.827536] cloud-init[248]: Cloud-init v. 22.4.2 finished at Fri, 04 Dec 2026 15:14:47 +0000. Datasource DataSourceNoCloud [seed=/dev/sda][dsmode=net].  Up 40.71 seconds\n\n"}
+	login(t, c)
+	out, _, err := c.Run(context.Background(), "id -u", 5*time.Second)
+	if err != nil || out != "0\n" {
+		t.Fatalf("got %q, %v: want the command's own output alone", out, err)
+	}
+}
+
 // The shell's echo of the command printed again after the first (seen in
 // CI: "vcf# id -u; echo ..." then "0") is not output either.
 func TestARepeatedEchoIsNotOutput(t *testing.T) {
