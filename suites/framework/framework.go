@@ -109,7 +109,12 @@ type VM struct {
 	platform.Guest
 	Addr netip.Prefix
 	p    platform.Platform
+	name string
 }
+
+// Name is the VM's name, also once a failed re-creation left no guest
+// (Guest nil): the spec names what failed rather than panic.
+func (v *VM) Name() string { return v.name }
 
 // NextAddress is the tenant's next guest address.
 func (f *Framework) NextAddress() (netip.Prefix, error) {
@@ -172,7 +177,7 @@ func (f *Framework) address(p platform.Platform, specs []platform.VMSpec) ([]*VM
 			return nil, err
 		}
 		specs[i].Namespace, specs[i].CloudInit = f.Namespace(), f.CloudInit(addr)
-		vms[i] = &VM{Addr: addr, p: p}
+		vms[i] = &VM{Addr: addr, p: p, name: specs[i].Name}
 	}
 	return vms, nil
 }

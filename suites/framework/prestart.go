@@ -296,7 +296,7 @@ func (ps *Prestarted) boot(ctx context.Context, p platform.Platform, background 
 	ps.mu.Lock()
 	ps.spec = spec
 	ps.mu.Unlock()
-	vm := &VM{Addr: ps.addr, p: p}
+	vm := &VM{Addr: ps.addr, p: p, name: ps.name}
 	hold := holdSlot
 	if background {
 		var settle func()

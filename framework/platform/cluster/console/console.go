@@ -155,10 +155,17 @@ func tail(s string, n int) string {
 	return s
 }
 
+// The login's prompts end the output, but for console messages
+// (consoleMessageRE) that may follow them: in a soak run cloud-init's final
+// stage wrote right after sudo's root prompt, and a login that waited for
+// the prompt to end the output timed out on a shell that was there.
+const thenMessages = `(?:` + consoleMessage + `(?:\n|$))*$`
+
 var (
-	reLoginState = regexp.MustCompile(`(` + regexp.QuoteMeta(Prompt) + `|login: |[Pp]assword: |[$#] )$`)
-	rePassword   = regexp.MustCompile(`[Pp]assword: $`)
-	reShell      = regexp.MustCompile(`[$#] $`)
+	reLoginState = regexp.MustCompile(`(` + regexp.QuoteMeta(Prompt) + `|login: |[Pp]assword: |[$#] )` + thenMessages)
+	rePassword   = regexp.MustCompile(`[Pp]assword: ` + thenMessages)
+	reShell      = regexp.MustCompile(`[$#] ` + thenMessages)
+	reRootShell  = regexp.MustCompile(`# ` + thenMessages)
 )
 
 // Login brings the console to the suite's root shell prompt, whatever state
@@ -218,7 +225,7 @@ func (c *Console) becomeRoot(ctx context.Context) error {
 	if err := c.send("sudo -i\n"); err != nil {
 		return err
 	}
-	if _, err := c.expect(ctx, regexp.MustCompile(`# $`), 30*time.Second); err != nil {
+	if _, err := c.expect(ctx, reRootShell, 30*time.Second); err != nil {
 		return fmt.Errorf("sudo -i: %w", err)
 	}
 	setup := "export PS1='" + Prompt + "' PROMPT_COMMAND= HISTFILE=/dev/null; stty cols 4096 -echoctl; bind 'set enable-bracketed-paste off' 2>/dev/null\n"
@@ -295,4 +302,8 @@ func commandOutput(out, line string) string {
 // driver writes beside the tty, and in CI cloud-init's final line landed
 // between `id -u`'s "0" and its newline ("0[   40.827536] cloud-init[248]:
 // Cloud-init v. 22.4.2 finished ...\n\n").
-var consoleMessageRE = regexp.MustCompile(`\[ *\d+\.\d{6}\] [^\n]*\n`)
+var consoleMessageRE = regexp.MustCompile(consoleMessage + `\n`)
+
+// consoleMessage is a console message's text up to its line's end: the
+// kernel's time stamp, then anything.
+const consoleMessage = `\[ *\d+\.\d{6}\] [^\n]*`

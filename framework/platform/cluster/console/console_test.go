@@ -29,6 +29,9 @@ type fakeGuest struct {
 	// afterPrompt is printed with the suite's first prompt, in the same
 	// write: a console message that lands right after it.
 	afterPrompt string
+	// afterLoginPrompts is printed the same way after every prompt before
+	// the suite's: login, password, the user's shell, root's.
+	afterLoginPrompts string
 
 	mu       sync.Mutex
 	received []string
@@ -83,14 +86,14 @@ func (g *fakeGuest) serve() {
 		g.mu.Unlock()
 		switch state {
 		case "boot":
-			g.print("\nvm-a login: ")
+			g.print("\nvm-a login: " + g.afterLoginPrompts)
 			g.set("login")
 		case "login":
 			if line == "" {
 				g.print("\nvm-a login: ")
 				continue
 			}
-			g.print(line + "\nPassword: ")
+			g.print(line + "\nPassword: " + g.afterLoginPrompts)
 			g.set("password")
 		case "password":
 			if line != g.password {
@@ -98,11 +101,11 @@ func (g *fakeGuest) serve() {
 				g.set("login")
 				continue
 			}
-			g.print("\nWelcome to Ubuntu 24.04 LTS\n\x1b[?2004hubuntu@vm-a:~$ ")
+			g.print("\nWelcome to Ubuntu 24.04 LTS\n\x1b[?2004hubuntu@vm-a:~$ " + g.afterLoginPrompts)
 			g.set("user")
 		case "user":
 			if line == "sudo -i" {
-				g.print(line + "\n\x1b[?2004hroot@vm-a:~# ")
+				g.print(line + "\n\x1b[?2004hroot@vm-a:~# " + g.afterLoginPrompts)
 				g.set("root")
 				continue
 			}
@@ -176,6 +179,20 @@ func TestLoginFromBootAndAgain(t *testing.T) {
 func TestLoginWithAConsoleMessageAfterThePrompt(t *testing.T) {
 	g, c := newFake(t)
 	g.afterPrompt = "[  106.346714] cloud-init[278]: Cloud-init v. 22.4.2 running 'modules:final'\n"
+	start := time.Now()
+	login(t, c)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("login took %s: it waited out a timeout for a prompt that ended the output", took)
+	}
+}
+
+// A soak run: cloud-init's final stage wrote to the console right after
+// sudo's root prompt, which then did not end the output, and the login
+// timed out on a shell that was there. Every prompt of the login may be
+// followed so.
+func TestLoginWithConsoleMessagesAfterEveryPrompt(t *testing.T) {
+	g, c := newFake(t)
+	g.afterLoginPrompts = "[   55.277072] cloud-init[254]: ** (process:256): WARNING **: 15:49:38.098: Permissions for /etc/netplan/50-cloud-init.yaml are too open.\n"
 	start := time.Now()
 	login(t, c)
 	if took := time.Since(start); took > 5*time.Second {
