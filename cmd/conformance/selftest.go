@@ -164,7 +164,7 @@ func (d *driver) notRunReason(c config.Control) string {
 		return "no release under test (pass --cozystack=DIR)"
 	case claims.Staging(c.Claim) && !d.cfg.Subject().Stages():
 		return "the release does not stage the CNI plugins: it makes no STG claim"
-	case c.OnVMs && c.Tier == "" && d.cfg.Tier == "cluster" && d.cfg.Cluster.Workload != "vm":
+	case c.WantsVMs(d.cfg.Tier, d.cfg.Cluster.Workload):
 		return "on a cluster it breaks VMs, and this one runs pods (--workload=" + d.cfg.Cluster.Workload + ")"
 	}
 	return ""

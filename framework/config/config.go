@@ -199,7 +199,7 @@ func (c *Config) Validate() error {
 		// specs would pass and the control look uncaught.
 		add("--control %q: its broken subject is built on the %s tier, not --tier=%s", c.Control, ctl.TierName(), c.Tier)
 	}
-	if ctl, ok := controlByID(c.Control); ok && ctl.OnVMs && ctl.Tier == "" && c.Tier == "cluster" && c.Cluster.Workload != "vm" {
+	if ctl, ok := controlByID(c.Control); ok && ctl.WantsVMs(c.Tier, c.Cluster.Workload) {
 		add("--control %q: on a cluster it breaks VMs: pass --workload=vm, not %s", c.Control, c.Cluster.Workload)
 	}
 	return errors.Join(errs...)

@@ -207,6 +207,13 @@ func (c Control) OnTier(tier string) bool {
 	return c.TierName() == tier || c.OnVMs && tier == "cluster"
 }
 
+// WantsVMs reports whether the control cannot run on that tier and
+// workload: a lab control that breaks VMs on a cluster (OnVMs) changes
+// nothing on a cluster that runs pods.
+func (c Control) WantsVMs(tier, workload string) bool {
+	return c.OnVMs && c.Tier == "" && tier == "cluster" && workload != "vm"
+}
+
 // TierName is the tier the control's subject is built on: lab or cluster.
 func (c Control) TierName() string {
 	if c.Tier == "" {

@@ -104,7 +104,7 @@ func StartPrestarts(ctx context.Context, p platform.Platform) {
 	// (all but one: slotPool), so a spec's own boot starts at once. No
 	// more: a boot queued for a slot already holds steady, which Disrupts
 	// would wait for.
-	running := make(chan struct{}, bootSlots(p).size-1)
+	running := make(chan struct{}, bootSlots(p).background())
 	go func() {
 		var wg sync.WaitGroup
 		defer func() { wg.Wait(); close(done) }()

@@ -29,8 +29,12 @@ func newSlotPool(size int) *slotPool { return &slotPool{size: max(size, 1)} }
 // whose guests boot one at a time has no background boots, but a spec's
 // side work still has to run). s.mu is held.
 func (s *slotPool) free(foreground bool) bool {
-	return s.used < s.size && (foreground || s.usedBack < max(s.size-1, 1))
+	return s.used < s.size && (foreground || s.usedBack < s.background())
 }
+
+// background is how many slots the background may hold at once: all but
+// one, or the only one.
+func (s *slotPool) background() int { return max(s.size-1, 1) }
 
 // take counts a slot handed out. s.mu is held.
 func (s *slotPool) take(foreground bool) {
