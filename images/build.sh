@@ -3,13 +3,13 @@
 # module proxy and Debian packages only (versions: images/versions.env).
 # Each component caches by version and inputs, so a second run rebuilds
 # nothing. Usage: images/build.sh [pod|vm]  (pod: kind + Multus, the pod
-# lane; vm: also KubeVirt and the guest images). Prints a timing table.
+# lane; vm: also KubeVirt and the guest image). Prints a timing table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 lane=${1:-pod}
 case $lane in
 pod) components=(imgtool pause kubernetes etcd coredns crictl node multus) ;;
-vm) components=(imgtool pause kubernetes etcd coredns crictl node multus kubevirt guest guest-debian) ;;
+vm) components=(imgtool pause kubernetes etcd coredns crictl node multus kubevirt guest-debian) ;;
 *) echo "usage: $0 [pod|vm]" >&2; exit 2 ;;
 esac
 make -s plugins >/dev/null # the reference plugins the node and Multus images carry

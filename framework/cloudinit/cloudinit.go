@@ -2,9 +2,9 @@
 // uses: #cloud-config (write_files, runcmd, users, the default user's
 // password) and the netplan files it writes (the ethernets subset, see
 // Netplan). The lab's guests and the cluster tier's pod workloads are
-// configured with it from the host (Apply); the offline guest image
-// (cmd/vcf-guest) runs the same code as its cloud-init and netplan, so the
-// tiers cannot disagree about what a userData means.
+// configured with it from the host (Apply); the VMs' guest runs Debian's
+// own cloud-init and netplan, and crosscheck_test.go holds the two to the
+// same reading of the guide's userData.
 package cloudinit
 
 import (
@@ -47,5 +47,5 @@ func ApplyNetplan(h *netlink.Handle, content []byte) error {
 	if err != nil {
 		return err
 	}
-	return np.Apply(h, nil)
+	return np.Apply(h)
 }

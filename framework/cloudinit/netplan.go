@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"path"
-	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -63,8 +61,7 @@ func IsNetplanPath(p string) bool {
 	return false
 }
 
-// netplanDirs in increasing precedence: a file name in /run shadows the
-// same name in /etc, which shadows /lib.
+// netplanDirs are the directories netplan reads.
 var netplanDirs = []string{"/lib/netplan", "/etc/netplan", "/run/netplan"}
 
 // ParseNetplan reads one netplan file strictly.
@@ -79,87 +76,17 @@ func ParseNetplan(b []byte) (Netplan, error) {
 	return np, nil
 }
 
-// LoadNetplan reads every *.yaml under root's netplan directories as
-// `netplan apply` does: by file name, a later file amending an earlier
-// one (scalars replaced, lists appended).
-func LoadNetplan(root string) (Netplan, []string, error) {
-	files := map[string]string{}
-	for _, d := range netplanDirs {
-		ms, _ := filepath.Glob(filepath.Join(root, d, "*.yaml"))
-		for _, m := range ms {
-			files[filepath.Base(m)] = m
-		}
-	}
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var merged Netplan
-	merged.Network.Version = 2
-	var read []string
-	for _, n := range names {
-		b, err := os.ReadFile(files[n])
-		if err != nil {
-			return merged, read, err
-		}
-		np, err := ParseNetplan(b)
-		if err != nil {
-			return merged, read, fmt.Errorf("%s: %w", files[n], err)
-		}
-		merged.Merge(np)
-		read = append(read, files[n])
-	}
-	return merged, read, nil
-}
-
-// Merge amends np with a later file's definitions.
-func (np *Netplan) Merge(later Netplan) {
-	if later.Network.Renderer != "" {
-		np.Network.Renderer = later.Network.Renderer
-	}
-	for id, e := range later.Network.Ethernets {
-		if np.Network.Ethernets == nil {
-			np.Network.Ethernets = map[string]Ethernet{}
-		}
-		cur, ok := np.Network.Ethernets[id]
-		if !ok {
-			np.Network.Ethernets[id] = e
-			continue
-		}
-		if e.Match != nil {
-			cur.Match = e.Match
-		}
-		if e.SetName != "" {
-			cur.SetName = e.SetName
-		}
-		cur.DHCP4 = cur.DHCP4 || e.DHCP4
-		if e.Gateway4 != "" {
-			cur.Gateway4 = e.Gateway4
-		}
-		if e.MTU != 0 {
-			cur.MTU = e.MTU
-		}
-		cur.Addresses = append(cur.Addresses, e.Addresses...)
-		cur.Routes = append(cur.Routes, e.Routes...)
-		np.Network.Ethernets[id] = cur
-	}
-}
-
-// DHCPFunc obtains and applies a DHCPv4 lease on an up link.
-type DHCPFunc func(h *netlink.Handle, l netlink.Link) error
-
-// Apply configures the links behind h (a namespace's or the guest's own
-// netlink handle). It only adds: applying twice is harmless. dhcp serves
-// dhcp4: true; nil makes dhcp4 an error (the lab has no DHCP server).
-func (np Netplan) Apply(h *netlink.Handle, dhcp DHCPFunc) error {
+// Apply configures the links behind h (a namespace's netlink handle). It
+// only adds: applying twice is harmless. dhcp4: true is an error (no DHCP
+// server where it is used).
+func (np Netplan) Apply(h *netlink.Handle) error {
 	ids := make([]string, 0, len(np.Network.Ethernets))
 	for id := range np.Network.Ethernets {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		if err := applyEthernet(h, id, np.Network.Ethernets[id], dhcp); err != nil {
+		if err := applyEthernet(h, id, np.Network.Ethernets[id]); err != nil {
 			return fmt.Errorf("%s: %w", id, err)
 		}
 	}
@@ -209,7 +136,7 @@ func links(h *netlink.Handle, id string, eth Ethernet) ([]netlink.Link, error) {
 
 var virtualTypes = map[string]bool{"vlan": true, "bridge": true, "bond": true, "vrf": true, "vxlan": true}
 
-func applyEthernet(h *netlink.Handle, id string, eth Ethernet, dhcp DHCPFunc) error {
+func applyEthernet(h *netlink.Handle, id string, eth Ethernet) error {
 	ls, err := links(h, id, eth)
 	if err != nil {
 		return err
@@ -229,14 +156,14 @@ func applyEthernet(h *netlink.Handle, id string, eth Ethernet, dhcp DHCPFunc) er
 				return err
 			}
 		}
-		if err := configure(h, l, eth, dhcp); err != nil {
+		if err := configure(h, l, eth); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func configure(h *netlink.Handle, l netlink.Link, eth Ethernet, dhcp DHCPFunc) error {
+func configure(h *netlink.Handle, l netlink.Link, eth Ethernet) error {
 	if eth.MTU > 0 {
 		if err := h.LinkSetMTU(l, eth.MTU); err != nil {
 			return err
@@ -246,12 +173,7 @@ func configure(h *netlink.Handle, l netlink.Link, eth Ethernet, dhcp DHCPFunc) e
 		return err
 	}
 	if eth.DHCP4 {
-		if dhcp == nil {
-			return errors.New("dhcp4: no DHCP client here")
-		}
-		if err := dhcp(h, l); err != nil {
-			return fmt.Errorf("dhcp4: %w", err)
-		}
+		return errors.New("dhcp4: no DHCP client here")
 	}
 	for _, a := range eth.Addresses {
 		p, err := netip.ParsePrefix(a)

@@ -2,7 +2,7 @@
 # Boot check of the real guest (images/guest-debian) without KubeVirt: QEMU
 # TCG with the devices KubeVirt gives a vm-instance VM and the guide's
 # userData on a NoCloud cidata ISO made as virt-launcher makes it (the
-# harness and its wiring: images/guest/console.sh):
+# harness and its wiring: images/guest-debian/console.sh):
 #
 #   images/guest-debian/smoke.sh [KERNEL INITRD]   (default: build.sh's)
 #
@@ -18,14 +18,15 @@
 # $OFFLINE_CACHE/work/guest-debian/boot-to-login (for `make bench`).
 # SMOKE_CONTROL=1 also boots a seed whose runcmd fails (status: error).
 # Needs: qemu-system-x86_64, xorriso, unshare. SMOKE_CPU, SMOKE_APPEND,
-# SMOKE_BOOT_TIMEOUT (console.sh), SMOKE_DEBUG=1 as in images/guest/smoke.sh.
+# SMOKE_BOOT_TIMEOUT (console.sh); SMOKE_DEBUG=1 prints systemd-analyze and
+# cloud-init analyze.
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
 # shellcheck source=images/env.sh
 source images/env.sh
-# shellcheck source=images/guest/console.sh
-source images/guest/console.sh
+# shellcheck source=images/guest-debian/console.sh
+source images/guest-debian/console.sh
 work=$OFFLINE_CACHE/work/guest-debian
 console_init guest-debian "${1:-$work/vmlinux}" "${2:-$work/initrd.img}" 300
 

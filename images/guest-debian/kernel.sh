@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
-# The guests' kernel, shared by images/guest and images/guest-debian:
+# The guest's kernel (images/guest-debian/build.sh):
 # Debian's ${GUEST_KERNEL_PACKAGE} (apt-get download once), unpacked once,
 # with the ELF inside its bzImage extracted as vmlinux (QEMU boots it
 # directly, PVH, sparing the XZ decompression that costs ~20 s under TCG).
 #
-#   images/guest/kernel.sh   -> prints DIR (last line of stdout):
+#   images/guest-debian/kernel.sh   -> prints DIR (last line of stdout):
 #     DIR/vmlinux, DIR/boot/vmlinuz-REL, DIR/lib/modules/REL, DIR.sum (the .deb's sha256)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=images/env.sh
 source images/env.sh
-work=$OFFLINE_CACHE/work/guest
+work=$OFFLINE_CACHE/work/guest # its cache since the minimal guest, kept so a warm cache stays warm
 mkdir -p "$work/dl"
 log() { echo "==> $*" >&2; }
 
-# One download and unpack at a time (both guests may build in parallel).
+# One download and unpack at a time (builds may run in parallel).
 exec 9>"$work/kernel.lock"
 flock 9
 deb=$(find "$work/dl" -maxdepth 1 -name "${GUEST_KERNEL_PACKAGE}_*.deb" | sort | tail -1)

@@ -1,9 +1,9 @@
 # shellcheck shell=bash
-# shellcheck disable=SC2034 # its times and counters are read by the smoke scripts that source it
-# The boot-check harness both guests' smoke tests share (images/guest and
-# images/guest-debian smoke.sh): QEMU TCG on q35 with the devices KubeVirt
-# gives a vm-instance VM, the guide's userData on a cidata ISO made as
-# virt-launcher makes it, and a serial console driven line by line.
+# shellcheck disable=SC2034 # its times and counters are read by the smoke script that sources it
+# The guest's boot-check harness (images/guest-debian/smoke.sh): QEMU TCG
+# on q35 with the devices KubeVirt gives a vm-instance VM, the guide's
+# userData on a cidata ISO made as virt-launcher makes it, and a serial
+# console driven line by line.
 #
 #   pcie-root-port 1: virtio-net, the pod NIC  -> enp1s0, DHCP (QEMU's user
 #                     network, as virt-launcher's DHCP server: address,
