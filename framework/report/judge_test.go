@@ -149,3 +149,16 @@ func TestQualify(t *testing.T) {
 		}
 	}
 }
+
+// A report row says why a spec failed, also when Gomega's message starts
+// with `Unexpected error:` alone on its line (in CI the verdict table read
+// "vm: Unexpected error:" and nothing more).
+func TestARowShowsTheUnexpectedErrorsText(t *testing.T) {
+	msg := "Unexpected error:\n    <*fmt.wrapError | 0x850c7253440>: \n    starting vm-arp06a, vm-arp06b: guest vm-arp06b: login: timed out\n    {\n        msg: \"starting vm-arp06a\",\n"
+	if got, want := firstLine(msg), "Unexpected error: starting vm-arp06a, vm-arp06b: guest vm-arp06b: login: timed out"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := firstLine("the guest's ARP must go unanswered\nmore"); got != "the guest's ARP must go unanswered" {
+		t.Errorf("an ordinary message: got %q", got)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -436,9 +437,15 @@ func WriteSelftest(dir string, outcomes []ControlOutcome) error {
 	return os.WriteFile(filepath.Join(dir, "selftest.md"), []byte(m.String()), 0o644)
 }
 
+// firstLine is what a report row shows of a message: its first line, or,
+// for Gomega's `Unexpected error:` (the line alone, the error's type and
+// its text on the lines below), the error's own text, so that a row says
+// why ("Unexpected error: starting vm-a: ... denied the request: ...").
 func firstLine(s string) string {
 	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
+	if m := unexpectedErrorRE.FindStringSubmatch(s); m != nil {
+		s = "Unexpected error: " + strings.TrimSpace(m[1])
+	} else if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
 	// Room for a pinned image reference (name:tag@sha256:<64 hex>) in a
@@ -448,3 +455,7 @@ func firstLine(s string) string {
 	}
 	return s
 }
+
+// unexpectedErrorRE is Gomega's HaveOccurred failure: the error's type on
+// its own line (`<*fmt.wrapError | 0xc000123>: `), its text on the next.
+var unexpectedErrorRE = regexp.MustCompile(`^Unexpected error:\s*\n\s*<[^>\n]*>:[ \t]*\n([^\n]*\S[^\n]*)`)
