@@ -2,8 +2,10 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -40,23 +42,51 @@ type Owner struct {
 	created    []*unstructured.Unstructured
 }
 
-// EnsureNamespace creates a tenant namespace unless it exists.
+// EnsureNamespace creates a tenant namespace unless it exists. One still
+// terminating is waited out first, then made afresh: on a kept cluster a
+// run right after another found the last one's tenant-arp terminating,
+// and every object it then applied there was forbidden.
 func (o *Owner) EnsureNamespace(ctx context.Context, kube *Clients, name string) error {
-	_, err := kube.Kube.CoreV1().Namespaces().Create(ctx, RenderNamespace(name), metav1.CreateOptions{})
-	switch {
-	case err == nil:
-		o.mu.Lock()
-		if o.namespaces == nil {
-			o.namespaces = map[string]bool{}
+	ctx, cancel := context.WithTimeout(ctx, namespaceGoneWithin)
+	defer cancel()
+	for {
+		_, err := kube.Kube.CoreV1().Namespaces().Create(ctx, RenderNamespace(name), metav1.CreateOptions{})
+		switch {
+		case err == nil:
+			o.mu.Lock()
+			if o.namespaces == nil {
+				o.namespaces = map[string]bool{}
+			}
+			o.namespaces[name] = true
+			o.mu.Unlock()
+			return nil
+		case !apierrors.IsAlreadyExists(err):
+			return err
 		}
-		o.namespaces[name] = true
-		o.mu.Unlock()
-		return nil
-	case apierrors.IsAlreadyExists(err):
-		return nil
+		ns, err := kube.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			continue // gone between the two calls
+		case err != nil:
+			return err
+		case ns.DeletionTimestamp == nil && ns.Status.Phase != corev1.NamespaceTerminating:
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("namespace %s is still terminating (an earlier run's): %w", name, context.Cause(ctx))
+		case <-time.After(namespaceGonePoll):
+		}
 	}
-	return err
 }
+
+// namespaceGonePoll is how often EnsureNamespace looks whether a
+// terminating namespace is gone, and namespaceGoneWithin how long it waits
+// (a namespace's VMs take their grace period, 30 s, to go).
+var (
+	namespaceGonePoll   = time.Second
+	namespaceGoneWithin = 5 * time.Minute
+)
 
 // Record remembers an object made in a namespace this run did not make.
 func (o *Owner) Record(namespace string, obj any) {
