@@ -233,9 +233,11 @@ soak-cluster: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
 
 # The negative controls on a cluster: the cluster-only claims' (VLAN-11,
 # STG-09, STG-11) and, with WORKLOAD=vm, the lab controls whose break the
-# cluster applies too (config.Control.OnVMs: VLAN-12, VLAN-14). Each is a
-# cluster run of its own, on the cluster make kind-up keeps or a fresh one,
-# whose claim's spec must FAIL with the declared message:
+# cluster applies too (config.Control.OnVMs: `bin/conformance controls`
+# marks them lab+vm). Each is a cluster run of its own, on the cluster make kind-up
+# keeps or a fresh one, whose claim's spec must FAIL with the declared
+# message; then one run without a control on the same cluster, where
+# every one of those claims must pass again:
 # `make selftest-cluster OFFLINE=1 WORKLOAD=vm`. reports/cluster-selftest/selftest.md.
 selftest-cluster: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
 	$(DRIVER) selftest --tier=cluster $(KIND_ARGS) $(RELEASE_ARGS) --report-dir=reports/cluster-selftest $(ARGS); rc=$$?; $(ENGINE_STOP); exit $$rc

@@ -63,7 +63,11 @@ func mainCode() int {
 		return summary(os.Stdout, os.Args[2:])
 	case "controls":
 		for _, c := range config.Controls() {
-			fmt.Printf("%-38s %-8s %-7s %s\n", c.ID, c.Claim, c.TierName(), c.Description)
+			tier := c.TierName()
+			if c.OnVMs {
+				tier += "+vm" // also a cluster control on VMs (--workload=vm)
+			}
+			fmt.Printf("%-38s %-8s %-7s %s\n", c.ID, c.Claim, tier, c.Description)
 		}
 		return 0
 	case "run", "selftest", "bench", "soak", "preflight", "kind-up", "kind-down":

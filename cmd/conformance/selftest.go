@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,12 +45,15 @@ func (d *driver) selftest(ctx context.Context) int {
 		}
 		outcomes = append(outcomes, got...)
 	}
-	caught, missed := 0, []string{}
+	caught, missed, lasting := 0, []string{}, []string{}
 	for _, o := range outcomes {
 		if o.SpecFailed {
 			caught++
 		} else {
 			missed = append(missed, o.Control+" ("+o.Verdict+")")
+		}
+		if o.AfterwardsFailed {
+			lasting = append(lasting, o.Control+": "+o.Claim+" "+o.Afterwards)
 		}
 	}
 	notRun := d.controlsNotRun()
@@ -65,7 +69,10 @@ func (d *driver) selftest(ctx context.Context) int {
 	for _, n := range notRun {
 		fmt.Printf("selftest: NOT RUN %s\n", n)
 	}
-	if caught != len(outcomes) || len(outcomes)+len(notRun) != len(config.ControlsOn(d.cfg.Tier)) {
+	for _, l := range lasting {
+		fmt.Printf("selftest: NOT PASSING AGAIN after the controls %s\n", l)
+	}
+	if caught != len(outcomes) || len(lasting) > 0 || len(outcomes)+len(notRun) != len(config.ControlsOn(d.cfg.Tier)) {
 		return 1
 	}
 	return 0
@@ -115,6 +122,9 @@ func (d *driver) selftestPart(ctx context.Context, part string) int {
 		fmt.Printf("selftest: %s %s (%.1fs)\n", c.ID, verdict, o.Seconds)
 		outcomes = append(outcomes, o)
 	}
+	if d.cfg.Tier == "cluster" && len(outcomes) > 0 && ctx.Err() == nil {
+		d.passAgain(ctx, outcomes, filepath.Join(dir, "afterwards"))
+	}
 	b, err := json.Marshal(outcomes)
 	if err == nil {
 		os.MkdirAll(dir, 0o755)
@@ -125,6 +135,45 @@ func (d *driver) selftestPart(ctx context.Context, part string) int {
 		return 1
 	}
 	return 0
+}
+
+// passAgain runs the controls' claims' specs once more on the same
+// cluster, without a control, and records in each outcome whether its
+// claim passed: every control there breaks a cluster that the next runs
+// share, and this shows the breakage did not outlive the control's run.
+func (d *driver) passAgain(ctx context.Context, outcomes []report.ControlOutcome, dir string) {
+	var ids []string
+	for _, o := range outcomes {
+		if !slices.Contains(ids, o.Claim) {
+			ids = append(ids, o.Claim)
+		}
+	}
+	fmt.Printf("selftest: after the controls, %s without a control on the same cluster\n", strings.Join(ids, ", "))
+	junit := filepath.Join(dir, "junit.xml")
+	args := append(append([]string{}, d.suiteArgs...),
+		"--report-dir="+dir, "--ginkgo.label-filter="+labelFilter("all", strings.Join(ids, " || ")),
+		"--ginkgo.junit-report="+junit, "--ginkgo.no-color", "--dump-on-failure=false")
+	start := time.Now()
+	d.runSuiteQuiet(ctx, args, filepath.Join(dir, "output.txt"))
+	cases, err := report.ReadJUnit(junit)
+	fmt.Printf("selftest: after the controls (%.1fs, %s):\n", time.Since(start).Seconds(), dir)
+	type again struct {
+		ok   bool
+		what string
+	}
+	got := map[string]again{}
+	for _, id := range ids {
+		ok, what := report.PassesAgain(cases, id)
+		if err != nil {
+			ok, what = false, "no JUnit: "+err.Error()
+		}
+		got[id] = again{ok, what}
+		fmt.Printf("  %s: %s\n", id, what)
+	}
+	for i := range outcomes {
+		a := got[outcomes[i].Claim]
+		outcomes[i].Afterwards, outcomes[i].AfterwardsFailed = a.what, !a.ok
+	}
 }
 
 // runControl runs a control's claim specs once against its broken subject

@@ -2,9 +2,12 @@ package config
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
+	"github.com/cozystack/vlan-conformance/framework/cloudinit"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/stager"
@@ -37,6 +40,15 @@ type Control struct {
 	// lab's own: its leases live in the lab's directory, its pool comes
 	// from the address plan).
 	NAD func(conf string) string
+	// UserData is the cloud-init userData a guest gets instead of the
+	// guide's, given the gateway's address: what a template that adds a
+	// key hands the guest. The lab's guests apply its netplan, a VM's
+	// Debian cloud-init the whole of it. Nil: the guide's.
+	UserData func(userData, gateway string) (string, error)
+	// GatewayTimers maps the neighbour timers the gateway declares to what
+	// it really runs: a slower gateway than the profile says. Nil: what
+	// it declares.
+	GatewayTimers func(declared map[string]string) map[string]string
 	// NeedsRelease: the broken subject is made from the release under test
 	// (--cozystack); without one there is nothing to break.
 	NeedsRelease bool
@@ -95,6 +107,13 @@ const (
 // 60 s default) even after a slow re-creation.
 const LongBaseReachableMS = 180000
 
+// longTimers is CtlARPLongTimers' gateway.
+func longTimers(declared map[string]string) map[string]string {
+	out := maps.Clone(declared)
+	out["base_reachable_time_ms"] = strconv.Itoa(LongBaseReachableMS)
+	return out
+}
+
 // controls are every negative control, in ID order (the order `conformance
 // controls` prints and selftest runs). Adding one is one value here; its
 // Expect is a framework/failures value its claim's spec asserts with.
@@ -102,9 +121,9 @@ var controls = []Control{
 	// ARP and MAC (CLAIMS.md ARP-): a gateway, a guest or a MAC allocator
 	// that behaves otherwise than the claim says.
 	{ID: CtlARPNameDerivedMAC, Claim: "ARP-01", Description: "an unpinned VM's MAC is derived from its name, so re-creation keeps it", Expect: failures.FreshMAC},
-	{ID: CtlARPAnnounceAtBoot, Claim: "ARP-02", Description: "the guest sends a gratuitous ARP as its address comes up, so the gateway learns the new MAC at once", Expect: failures.GatewayHoldsOldMAC},
-	{ID: CtlARPGatewayProbes, Claim: "ARP-03", Description: "the gateway resolves the guest's address while the re-created VM boots, so it holds the new MAC before any recovery can be timed", Expect: failures.RecoveryMeasuresNothing},
-	{ID: CtlARPLongTimers, Claim: "ARP-03", Description: "the gateway runs base_reachable_time_ms=180000, far longer than the declared profile", Expect: failures.RecoversWithin},
+	{ID: CtlARPAnnounceAtBoot, Claim: "ARP-02", Description: "the guest sends a gratuitous ARP as its address comes up, so the gateway learns the new MAC at once", OnVMs: true, Expect: failures.GatewayHoldsOldMAC},
+	{ID: CtlARPGatewayProbes, Claim: "ARP-03", Description: "the gateway resolves the guest's address while the re-created VM boots, so it holds the new MAC before any recovery can be timed", OnVMs: true, Expect: failures.RecoveryMeasuresNothing},
+	{ID: CtlARPLongTimers, Claim: "ARP-03", Description: "the gateway runs base_reachable_time_ms=180000, far longer than the declared profile", OnVMs: true, GatewayTimers: longTimers, Expect: failures.RecoversWithin},
 	{ID: CtlARPSilentGuest, Claim: "ARP-04", Description: "the guest's gratuitous ARP never leaves it", Expect: failures.EntryFlipsToNewMAC},
 	{ID: CtlARPPinIgnored, Claim: "ARP-05", Description: "the pinned MAC (VMSpec.MAC) is not passed to the attachment: a fresh one every time", Expect: failures.PinnedMACSurvives},
 	{ID: CtlARPUniqueMACs, Claim: "ARP-06", Description: "a pinned MAC already held by a running VM is replaced by a fresh one, as KubeMacPool would", Expect: failures.CollisionFlaps},
@@ -148,7 +167,7 @@ var controls = []Control{
 	{ID: CtlAddrOnSubinterface, Claim: "VLAN-05", Description: "the node's address sits on the enslaved uplink.100 instead of br100", Expect: failures.ReachesGuest},
 	{ID: CtlServiceOnSub, Claim: "VLAN-05", Description: "the node's address, and its TCP service, sit on the enslaved uplink.100 instead of br100", Expect: failures.ConnectsToService},
 	{ID: CtlHostLocalIPAM, Claim: "VLAN-06", Description: "the NAD carries host-local IPAM instead of ipam: {}", Expect: failures.CarriesNoIP},
-	{ID: CtlDefaultRouteOnVLAN, Claim: "VLAN-07", Description: "cloud-init also puts a default route on the VLAN NIC", Expect: failures.DefaultRouteOnPodNIC},
+	{ID: CtlDefaultRouteOnVLAN, Claim: "VLAN-07", Description: "cloud-init also puts a default route on the VLAN NIC", OnVMs: true, UserData: cloudinit.AddDefaultRoute, Expect: failures.DefaultRouteOnPodNIC},
 	{ID: CtlBothVLANsOneBridge, Claim: "VLAN-08", Description: "br100 enslaves both uplink.100 and uplink.200", Expect: failures.GoesUnanswered},
 	{ID: CtlProbeCannotLeave, Claim: "VLAN-08", Description: "the guest's ARP probe never leaves it (its VLAN NIC is down while it runs): silence proves nothing", Expect: failures.SeenLeaving},
 	{ID: CtlNodeHasBridge, Claim: "VLAN-09", Description: "the node lacking bridge has it after all", Expect: failures.NamesMissingPlugin},
@@ -265,6 +284,29 @@ func (c *Config) ControlNAD(conf string) string {
 		return ctl.NAD(conf)
 	}
 	return conf
+}
+
+// ControlUserData is userData as the run's control changes it
+// (Control.UserData), or userData itself.
+func (c *Config) ControlUserData(userData string) (string, error) {
+	if ctl, ok := controlByID(c.Control); ok && ctl.UserData != nil {
+		out, err := ctl.UserData(userData, c.Gateway)
+		if err != nil {
+			return "", fmt.Errorf("control %s: %w", c.Control, err)
+		}
+		return out, nil
+	}
+	return userData, nil
+}
+
+// ControlGatewayTimers maps the gateway's declared neighbour timers to what
+// it runs under the run's control (Control.GatewayTimers): the same timers
+// without one.
+func (c *Config) ControlGatewayTimers(declared map[string]string) map[string]string {
+	if ctl, ok := controlByID(c.Control); ok && ctl.GatewayTimers != nil {
+		return ctl.GatewayTimers(declared)
+	}
+	return declared
 }
 
 // StagerImagePlugins are the plugins the image the suite builds carries:

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cozystack/vlan-conformance/fixtures"
+	"github.com/cozystack/vlan-conformance/framework/cloudinit"
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
 	"github.com/cozystack/vlan-conformance/framework/stager"
 )
@@ -315,5 +317,36 @@ func TestControlNAD(t *testing.T) {
 		if _, ok := m[tc.gone]; tc.gone != "" && ok {
 			t.Errorf("--control=%q: %s still has %s", tc.control, got, tc.gone)
 		}
+	}
+}
+
+// A control that breaks the guest's userData says how in its value too:
+// the lab applies its netplan, a VM's cloud-init all of it; without a
+// control the guide's userData is what the guest gets.
+func TestControlUserData(t *testing.T) {
+	guide := fixtures.CloudInit("203.0.113.10/24")
+	for _, control := range []string{"", CtlSpoofchkDropped} {
+		if got, err := (&Config{Control: control, Gateway: "203.0.113.1"}).ControlUserData(guide); err != nil || got != guide {
+			t.Errorf("--control=%q: the userData became %q (%v), want the guide's", control, got, err)
+		}
+	}
+	got, err := (&Config{Control: CtlDefaultRouteOnVLAN, Gateway: "203.0.113.1"}).ControlUserData(guide)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := cloudinit.ParseCloudConfig(got)
+	if err != nil || len(cc.WriteFiles) != 1 || !cc.RunsNetplanApply() {
+		t.Fatalf("the control's userData %q: %+v, %v; want the guide's file and runcmd kept", got, cc, err)
+	}
+	np, err := cloudinit.ParseNetplan([]byte(cc.WriteFiles[0].Content))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var routes []cloudinit.Route
+	for _, e := range np.Network.Ethernets {
+		routes = append(routes, e.Routes...)
+	}
+	if len(routes) != 1 || routes[0].To != "default" || routes[0].Via != "203.0.113.1" {
+		t.Errorf("--control=%s: routes %+v, want one default via the gateway 203.0.113.1", CtlDefaultRouteOnVLAN, routes)
 	}
 }

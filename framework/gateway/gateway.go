@@ -5,9 +5,11 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -248,3 +250,34 @@ type ndtmsg struct{ family uint8 }
 
 func (m ndtmsg) Len() int          { return ndtmsgLen }
 func (m ndtmsg) Serialize() []byte { return []byte{m.family, 0, 0, 0} }
+
+// ProbeUntilLearned is the gateway of the control CtlARPGatewayProbes: it
+// probes a booting guest's address until an entry it holds has the
+// guest's MAC. The kernel ignores a reply that changes an entry's MAC
+// within its locktime (1 s) of the entry's last update, and the old entry
+// turns STALE (an update) at a moment a re-creation does not control: a
+// boot leaves room for a probe past it, so probes repeat, each past the
+// locktime of the last.
+func (g *Netns) ProbeUntilLearned(ctx context.Context, addr netip.Addr, mac net.HardwareAddr) error {
+	var last evidence.Neighbor
+	for range 5 {
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(1100 * time.Millisecond):
+		}
+		if err := g.Probe(addr, time.Second); err != nil {
+			return fmt.Errorf("the gateway's probe during the boot: %w", err)
+		}
+		n, err := g.Neighbor(ctx, addr)
+		if err != nil {
+			return err
+		}
+		// No entry: a first boot, nothing the gateway held to relearn (an
+		// unsolicited reply makes no entry).
+		if last = n; n.State == "" || bytes.Equal(n.MAC, mac) {
+			return nil
+		}
+	}
+	return fmt.Errorf("the gateway's probes during the boot: its entry for %s holds %s %s, not the guest's %s", addr, last.State, last.MAC, mac)
+}

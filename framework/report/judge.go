@@ -99,3 +99,33 @@ func matchedLine(msg, want string) string {
 	}
 	return firstLine(msg)
 }
+
+// PassesAgain tells whether claim's specs passed in a run without any
+// control after the controls had run on the same cluster: at least one of
+// its Its passed and none of them, nor any setup node, failed. It shows a
+// control's breakage did not outlive its run. what says what the run
+// gave, for the report.
+func PassesAgain(cases []TestCase, claim string) (ok bool, what string) {
+	passed := 0
+	var failed []string
+	for _, tc := range cases {
+		switch {
+		case !strings.HasPrefix(tc.Name, "[It]"):
+			if tc.Failed() {
+				failed = append(failed, fmt.Sprintf("%s failed: %s", tc.Name, firstLine(tc.message())))
+			}
+		case !slices.Contains(ClaimIDs(tc.Name), claim):
+		case tc.Failed():
+			failed = append(failed, fmt.Sprintf("%s failed: %s", tc.Name, firstLine(tc.message())))
+		case tc.Skipped == nil && tc.Status != "skipped":
+			passed++
+		}
+	}
+	switch {
+	case len(failed) > 0:
+		return false, "FAILED without a control: " + strings.Join(failed, "; ")
+	case passed == 0:
+		return false, "no spec of " + claim + " passed without a control"
+	}
+	return true, fmt.Sprintf("passed again without a control (%d spec(s))", passed)
+}

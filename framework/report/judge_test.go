@@ -46,6 +46,29 @@ func TestJudgeCatchesOnlyTheNamedFailureInTheClaimsIt(t *testing.T) {
 
 // A claim with skipped specs says how many passed and why the rest did not
 // run, in the spec's own words even where Ginkgo gave its default.
+// After the controls, a control's claim passes again only when one of its
+// Its passed and nothing of it, nor a suite node, failed.
+func TestPassesAgainOnlyWhenTheClaimsSpecsPass(t *testing.T) {
+	it := "[It] A VM [VLAN-12] drops a spoofed frame"
+	skipped := TestCase{Name: it, Status: "skipped"}
+	for _, tc := range []struct {
+		name  string
+		cases []TestCase
+		ok    bool
+	}{
+		{"its It passed", []TestCase{{Name: it, Status: "passed"}, {Name: "[BeforeSuite]", Status: "passed"}}, true},
+		{"its It failed", []TestCase{failed(it, "failed", "macspoofchk must drop", "It")}, false},
+		{"a suite node failed", []TestCase{{Name: it, Status: "passed"}, failed("[AfterSuite]", "failed", "cleanup", "AfterSuite")}, false},
+		{"only skipped", []TestCase{skipped}, false},
+		{"only another claim's It", []TestCase{{Name: "[It] x [VLAN-01] y", Status: "passed"}}, false},
+		{"nothing ran", nil, false},
+	} {
+		if ok, what := PassesAgain(tc.cases, "VLAN-12"); ok != tc.ok {
+			t.Errorf("%s: %v (%s), want %v", tc.name, ok, what, tc.ok)
+		}
+	}
+}
+
 func TestVerdictsSayWhatWasSkippedInTheSpecsWords(t *testing.T) {
 	skipped := func(name, msg string) TestCase {
 		tc := TestCase{Name: name, Status: "skipped"}

@@ -404,6 +404,12 @@ type ControlOutcome struct {
 	// FirstAttempt is why the first attempt was not caught, when the
 	// verdict is the second's ("" when one attempt decided).
 	FirstAttempt string `json:"first_attempt,omitempty"`
+	// Afterwards is what the claim's specs did in the run without a
+	// control after every control had run on the same cluster (PassesAgain;
+	// "" where controls leave nothing behind: the lab's, each in a lab of
+	// its own). AfterwardsFailed: they did not pass.
+	Afterwards       string `json:"afterwards,omitempty"`
+	AfterwardsFailed bool   `json:"afterwards_failed,omitempty"`
 }
 
 // WriteSelftest writes selftest.json and selftest.md.
@@ -431,6 +437,9 @@ func WriteSelftest(dir string, outcomes []ControlOutcome) error {
 		}
 		if o.FirstAttempt != "" {
 			got += " (second attempt; the first: " + o.FirstAttempt + ")"
+		}
+		if o.Afterwards != "" {
+			got += "; after the controls, on the same cluster: " + o.Afterwards
 		}
 		fmt.Fprintf(&m, "| %s | %s | %s | %s | %s | %s |\n", o.Claim, o.Control, esc(o.Description), verdict, esc(o.Expected), esc(got))
 	}

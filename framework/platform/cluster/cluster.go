@@ -85,7 +85,7 @@ func newCluster(cfg *config.Config) (*Cluster, error) {
 	}
 	c := &Cluster{cfg: cfg, timeouts: t, work: work, kube: &kube.Clients{}, nodes: &node.Set{PIDs: map[string]int{}}, cabling: cabling.New(cfg), timeline: timeline.New()}
 	c.Multus = multus.New(cfg, t, c.kube)
-	c.Workloads = workload.New(cfg, t, work, c.kube, c.nodes, c.cabling, c.timeline)
+	c.Workloads = workload.New(cfg, t, work, c.kube, c.nodes, c.cabling, &c.gw, c.timeline)
 	return c, nil
 }
 

@@ -104,39 +104,11 @@ func startGuest(ctx context.Context, l *Lab, spec platform.VMSpec) (_ *guest, er
 		if err != nil {
 			return nil, err
 		}
-		if err := probeUntilLearned(gw, addr, g.mac); err != nil {
+		if err := gw.ProbeUntilLearned(ctx, addr, g.mac); err != nil {
 			return nil, err
 		}
 	}
 	return g, nil
-}
-
-// probeUntilLearned is the gateway of the control CtlARPGatewayProbes: it
-// probes the booting guest's address until an entry it holds has the
-// guest's MAC.
-// The kernel ignores a reply that changes an entry's MAC within its
-// locktime (1 s) of the entry's last update, and the old entry turns STALE
-// (an update) at a moment the lab's 2-second re-creation does not control:
-// a 2-minute boot leaves room for a probe past it, so probes repeat, each
-// past the locktime of the last.
-func probeUntilLearned(gw *gateway.Netns, addr netip.Addr, mac net.HardwareAddr) error {
-	var last platform.Neighbor
-	for range 5 {
-		time.Sleep(1100 * time.Millisecond)
-		if err := gw.Probe(addr, time.Second); err != nil {
-			return fmt.Errorf("the gateway's probe during the boot: %w", err)
-		}
-		n, err := gw.Neighbor(context.Background(), addr)
-		if err != nil {
-			return err
-		}
-		// No entry: a first boot, nothing the gateway held to relearn (an
-		// unsolicited reply makes no entry).
-		if last = n; n.State == "" || bytes.Equal(n.MAC, mac) {
-			return nil
-		}
-	}
-	return fmt.Errorf("the gateway's probes during the boot: its entry for %s holds %s %s, not the guest's %s", addr, last.State, last.MAC, mac)
 }
 
 // add runs CNI ADD of the NAD into the pod namespace as ifName and records

@@ -2,13 +2,10 @@ package lab
 
 import (
 	"crypto/sha256"
-	"maps"
 	"net"
 	"net/netip"
-	"strconv"
 
 	"github.com/cozystack/vlan-conformance/framework/addresses"
-	"github.com/cozystack/vlan-conformance/framework/cloudinit"
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/platform"
@@ -16,20 +13,17 @@ import (
 
 // subject is what the lab builds for a run: the guide's setup, or the
 // deliberately broken variant a negative control names. This is the only
-// place controls turn into topology or cloud-init changes; a NAD break is
-// the control's own value (config.Control.NAD), the cluster applies it too.
+// place controls turn into topology changes; a NAD or userData break is
+// the control's own value (config.Control.NAD, UserData), which the
+// cluster applies too.
 type subject struct {
 	bridgeWiring  fabric.Wiring
 	macvlanWiring fabric.Wiring
 	mtu           int
 	nadConfig     func(string) string
-	cloudInit     func(string) string
 	keepPlugins   bool // WithoutPlugin does nothing
 
 	// ARP and MAC (ARP-01..06).
-	// gatewayTimers maps the declared neighbour profile to what the
-	// gateway really runs.
-	gatewayTimers func(declared map[string]string) map[string]string
 	// vmMAC is the MAC the attachment is asked for, given the VM's spec
 	// and whether a MAC is held by a running VM ("" = the plugin's random one).
 	vmMAC func(spec platform.VMSpec, inUse func(mac string) bool) string
@@ -51,9 +45,8 @@ const hostLocalDataDir = "/run/vcf-host-local"
 func subjectFor(cfg *config.Config) subject {
 	s := subject{
 		bridgeWiring: fabric.GuideBridge, macvlanWiring: fabric.MacvlanParent, mtu: 1500,
-		nadConfig: cfg.ControlNAD, cloudInit: same,
-		gatewayTimers: func(d map[string]string) map[string]string { return d },
-		vmMAC:         func(spec platform.VMSpec, _ func(string) bool) string { return spec.MAC },
+		nadConfig: cfg.ControlNAD,
+		vmMAC:     func(spec platform.VMSpec, _ func(string) bool) string { return spec.MAC },
 	}
 	switch cfg.Control {
 	case config.CtlNoSubinterface:
@@ -91,12 +84,6 @@ func subjectFor(cfg *config.Config) subject {
 		}
 	case config.CtlARPAnnounceAtBoot:
 		s.announceAtBoot = true
-	case config.CtlARPLongTimers:
-		s.gatewayTimers = func(d map[string]string) map[string]string {
-			out := maps.Clone(d)
-			out["base_reachable_time_ms"] = strconv.Itoa(config.LongBaseReachableMS)
-			return out
-		}
 	case config.CtlARPSilentGuest:
 		s.silentGuest = true
 	case config.CtlARPGatewayProbes:
@@ -110,20 +97,9 @@ func subjectFor(cfg *config.Config) subject {
 			}
 			return spec.MAC
 		}
-	case config.CtlDefaultRouteOnVLAN:
-		s.cloudInit = func(ud string) string {
-			// A default route via the gateway on the VLAN NIC too.
-			out, err := cloudinit.AddDefaultRoute(ud, cfg.Gateway)
-			if err != nil {
-				return "#cloud-config\n# control " + config.CtlDefaultRouteOnVLAN + " could not edit the userData: " + err.Error() + "\n"
-			}
-			return out
-		}
 	}
 	return s
 }
-
-func same(s string) string { return s }
 
 // nameMAC is a locally administered unicast MAC derived from a VM's name.
 func nameMAC(name string) string {

@@ -23,7 +23,7 @@ import (
 // verbatim Cozystack subset (skipped when it is not beside the checkout).
 func releaseWorkloads(t *testing.T, extra ...string) *Workloads {
 	t.Helper()
-	return New(configtest.ClusterRelease(t, "../../../..", extra...), nil, t.TempDir(), nil, nil, nil, nil)
+	return New(configtest.ClusterRelease(t, "../../../..", extra...), nil, t.TempDir(), nil, nil, nil, nil, nil)
 }
 
 // A VM of the lane is the chart's render of the guide's values with the

@@ -17,7 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/evidence"
+	"github.com/cozystack/vlan-conformance/framework/gateway"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/console"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
@@ -120,11 +122,36 @@ func (w *Workloads) startVM(ctx context.Context, spec platform.VMSpec, kind stri
 		if err := g.installARPTool(ctx); err != nil {
 			return nil, err
 		}
+		if err := w.asControlled(ctx, g); err != nil {
+			return nil, fmt.Errorf("guest %s: control %s: %w", spec.Name, w.cfg.Control, err)
+		}
 	}
 	w.mu.Lock()
 	w.guests[spec.Namespace+"/"+spec.Name] = g
 	w.mu.Unlock()
 	return g, nil
+}
+
+// asControlled does what the run's control has a guest or the gateway do
+// as the guest comes up, as the lab's do (framework/platform/lab/guest.go):
+// the guest announces itself (ARP-02), or the gateway resolves the guest's
+// address until it holds its new MAC (ARP-03).
+func (w *Workloads) asControlled(ctx context.Context, g *vmGuest) error {
+	switch {
+	case w.cfg.Is(config.CtlARPAnnounceAtBoot):
+		return g.AnnounceGARP(ctx)
+	case w.cfg.Is(config.CtlARPGatewayProbes):
+		gw, ok := (*w.gw).(*gateway.Netns)
+		if !ok {
+			return fmt.Errorf("the gateway (%T) is not one the suite runs", *w.gw)
+		}
+		addr, err := g.vlanAddr(ctx)
+		if err != nil {
+			return err
+		}
+		return gw.ProbeUntilLearned(ctx, addr, g.MAC())
+	}
+	return nil
 }
 
 // readStatus reads the VMI: UIDs, node, the VLAN MAC, the pod interface and

@@ -38,6 +38,7 @@ type Workloads struct {
 	kube     *kube.Clients
 	nodes    *node.Set
 	trunk    platform.AccessTrunk // an untagged trunk changes the NADs' master
+	gw       *platform.Gateway    // the VLAN's gateway, once cabled (CtlARPGatewayProbes)
 	owner    kube.Owner
 	timeline *timeline.Timeline // the first VMI Ready, the first login, every VM boot
 
@@ -54,11 +55,11 @@ type Workloads struct {
 var _ platform.KubeVMs = (*Workloads)(nil)
 var _ platform.Recreator = (*Workloads)(nil)
 
-// New makes the run's workloads; k, nodes and trunk are the parts they
-// share with the rest of the platform, filled in as the plan runs.
-func New(cfg *config.Config, timeouts map[string]time.Duration, work string, k *kube.Clients, nodes *node.Set, trunk platform.AccessTrunk, tl *timeline.Timeline) *Workloads {
+// New makes the run's workloads; k, nodes, trunk and gw are the parts
+// they share with the rest of the platform, filled in as the plan runs.
+func New(cfg *config.Config, timeouts map[string]time.Duration, work string, k *kube.Clients, nodes *node.Set, trunk platform.AccessTrunk, gw *platform.Gateway, tl *timeline.Timeline) *Workloads {
 	return &Workloads{
-		cfg: cfg, timeouts: timeouts, work: work, kube: k, nodes: nodes, trunk: trunk, timeline: tl,
+		cfg: cfg, timeouts: timeouts, work: work, kube: k, nodes: nodes, trunk: trunk, gw: gw, timeline: tl,
 		img:    cfg.Cluster.Guest,
 		guests: map[string]*vmGuest{}, pods: map[string]*podGuest{}, nads: map[string]platform.NAD{},
 	}
@@ -151,6 +152,12 @@ func (w *Workloads) RecreateVM(ctx context.Context, pg platform.Guest) (platform
 func (w *Workloads) start(ctx context.Context, spec platform.VMSpec, kind string, from time.Time) (platform.Guest, error) {
 	if err := w.copyNADs(ctx, spec); err != nil {
 		return nil, err
+	}
+	if ud, err := w.cfg.ControlUserData(spec.CloudInit); err != nil {
+		return nil, err
+	} else if ud != spec.CloudInit {
+		evidence.Artifacts{ReportDir: w.cfg.ReportDir}.Note("workload", "%s/%s: control %s: its userData is\n%s", spec.Namespace, spec.Name, w.cfg.Control, ud)
+		spec.CloudInit = ud
 	}
 	if w.Pods() || spec.Binding == platform.NoBinding {
 		return w.startPod(ctx, spec)
