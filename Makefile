@@ -126,10 +126,10 @@ selftest: build
 
 bench: build
 	$(DRIVER) bench $(ARGS)
-	@# The guest's boot to login under QEMU TCG, as its smoke test last measured it.
+	@# The guest's boot to a root shell under QEMU TCG, as its smoke test last measured it.
 	@f=$(OFFLINE_CACHE)/work/guest-debian/boot-to-login; \
-	  if [ -s "$$f" ]; then echo "boot to login, guest-debian (images/guest-debian/smoke.sh, TCG): $$(cat "$$f") s"; \
-	  else echo "boot to login, guest-debian: not measured (run images/guest-debian/build.sh, then images/guest-debian/smoke.sh)"; fi
+	  if [ -s "$$f" ]; then echo "boot to a root shell, guest-debian (images/guest-debian/smoke.sh, TCG): $$(cat "$$f") s"; \
+	  else echo "boot to a root shell, guest-debian: not measured (run images/guest-debian/build.sh, then images/guest-debian/smoke.sh)"; fi
 
 # Flakes measured: RUNS lab runs in a row, each spec's pass count and wall
 # time in reports/soak.md (one run's reports in reports/soak/run-NN).

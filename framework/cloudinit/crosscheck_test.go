@@ -30,9 +30,8 @@ type netState struct {
 }
 
 // consoleLogin is what the cluster tier appends to every userData
-// (framework/platform/cluster/render.go, withConsoleLogin): the real
-// cloud-init must accept it too.
-const consoleLogin = "# Added by the conformance suite: a password for the serial console.\npassword: secret\nchpasswd:\n  expire: false\n"
+// (WithConsolePassword): the real cloud-init must accept it too.
+func consoleLogin(userData string) string { return WithConsolePassword(userData, "secret") }
 
 // defaultRouteOnVLAN is the userData of control VLAN-07/default-route-on-vlan-nic:
 // the very edit the lab's subject makes (AddDefaultRoute), not a copy of it.
@@ -59,8 +58,8 @@ func crossCheckCases(t *testing.T) map[string]string {
 	guide := fixtures.CloudInit("203.0.113.10/24")
 	cases := map[string]string{
 		"guide":                             guide,
-		"guide+console-login":               guide + consoleLogin,
-		"VLAN-07/default-route-on-vlan-nic": defaultRouteOnVLAN(t, guide) + consoleLogin,
+		"guide+console-login":               consoleLogin(guide),
+		"VLAN-07/default-route-on-vlan-nic": consoleLogin(defaultRouteOnVLAN(t, guide)),
 		"subset:mtu+gateway4+metric-route":  mtuAndRoutes(guide),
 	}
 	for _, n := range []int{1, 2, 10, 20, 31} {
@@ -68,7 +67,7 @@ func crossCheckCases(t *testing.T) map[string]string {
 		for i := 0; i < n; i++ {
 			a = a.Next()
 		}
-		cases[fmt.Sprintf("spec-address+%d", n)] = fixtures.CloudInit(a.String()+"/24") + consoleLogin
+		cases[fmt.Sprintf("spec-address+%d", n)] = consoleLogin(fixtures.CloudInit(a.String() + "/24"))
 	}
 	return cases
 }

@@ -2,6 +2,7 @@ package cloudinit
 
 import (
 	"fmt"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 )
@@ -56,4 +57,14 @@ func AddDefaultRoute(userData, gw string) (string, error) {
 		return "", err
 	}
 	return "#cloud-config\n" + string(b), nil
+}
+
+// WithConsolePassword appends a password for the image's default user to
+// userData, untouched otherwise: the serial console is the suite's only way
+// into a VM (the cluster's VMs, the guest's smoke test).
+func WithConsolePassword(userData, password string) string {
+	if !strings.HasSuffix(userData, "\n") {
+		userData += "\n"
+	}
+	return userData + "# Added by the conformance suite: a password for the serial console.\npassword: " + password + "\nchpasswd:\n  expire: false\n"
 }

@@ -11,6 +11,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cozystack/vlan-conformance/framework/cloudinit"
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
@@ -86,7 +87,7 @@ func (w *Workloads) releaseObjects(spec platform.VMSpec, nodeName string) ([]*un
 			}
 		case o.GetKind() == "Secret" && o.GetName() == secret:
 			ud, _, _ := unstructured.NestedString(o.Object, "stringData", "userdata")
-			_ = unstructured.SetNestedField(o.Object, withConsoleLogin(ud, w.img.Password), "stringData", "userdata")
+			_ = unstructured.SetNestedField(o.Object, cloudinit.WithConsolePassword(ud, w.img.Password), "stringData", "userdata")
 			scratch.Add(cozystack.Change{Kind: "patch", Object: obj, What: "stringData.userdata: a password for the image's default user " + w.img.User + " appended", Why: "the serial console is the suite's only way into the guest"})
 		}
 		labels := o.GetLabels()

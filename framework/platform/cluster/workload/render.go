@@ -4,11 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/cozystack/vlan-conformance/framework/cloudinit"
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
@@ -73,7 +73,7 @@ func RenderVM(spec platform.VMSpec, img GuestImage, nodeName string) Rendered {
 		opts = append(opts, vm.WithNodeSelector(map[string]string{"kubernetes.io/hostname": nodeName}))
 	}
 	return Rendered{
-		Secret: vm.CloudInitSecret(CloudInitSecretName(spec.Name), spec.Namespace, withConsoleLogin(spec.CloudInit, img.Password), vm.Labeled(labels)),
+		Secret: vm.CloudInitSecret(CloudInitSecretName(spec.Name), spec.Namespace, cloudinit.WithConsolePassword(spec.CloudInit, img.Password), vm.Labeled(labels)),
 		VM:     vm.New(name, spec.Namespace, opts...),
 	}
 }
@@ -85,16 +85,6 @@ func bootFrom(img GuestImage) vm.Option {
 		return vm.WithKernelBoot(img.Image, kernel, initrd, img.KernelArgs)
 	}
 	return vm.WithContainerDisk("disk-system", img.Image, 1)
-}
-
-// withConsoleLogin appends a password for the image's default user to the
-// guide's userData, untouched otherwise: the serial console is the suite's
-// only way in.
-func withConsoleLogin(userData, password string) string {
-	if !strings.HasSuffix(userData, "\n") {
-		userData += "\n"
-	}
-	return userData + "# Added by the conformance suite: a password for the serial console.\npassword: " + password + "\nchpasswd:\n  expire: false\n"
 }
 
 // stableUUID derives the firmware UUID from the namespace and name, as the
