@@ -49,6 +49,9 @@ type Control struct {
 	// it really runs: a slower gateway than the profile says. Nil: what
 	// it declares.
 	GatewayTimers func(declared map[string]string) map[string]string
+	// GuestUp is what happens on the VLAN as a guest's address comes up:
+	// Quiet (the zero value) is the guide's.
+	GuestUp GuestUp
 	// NeedsRelease: the broken subject is made from the release under test
 	// (--cozystack); without one there is nothing to break.
 	NeedsRelease bool
@@ -101,6 +104,22 @@ const (
 	CtlReleaseTypoResolvesFalse = "STG-10/helper-resolves-typo-to-false"
 )
 
+// GuestUp is what happens on the VLAN as a guest's address comes up, on
+// either platform. The guide's guest is quiet, and the gateway resolves it
+// only when it has traffic for it: that is what leaves a stale entry after
+// a re-creation (ARP-02) and a recovery to time (ARP-03).
+type GuestUp int
+
+const (
+	// Quiet: nothing happens as the address comes up.
+	Quiet GuestUp = iota
+	// GuestAnnounces: the guest sends a gratuitous ARP for its address.
+	GuestAnnounces
+	// GatewayResolves: the gateway resolves the guest's address until it
+	// holds the guest's MAC.
+	GatewayResolves
+)
+
 // LongBaseReachableMS is what the gateway really runs under
 // CtlARPLongTimers, whatever profile the fixture declares: REACHABLE alone
 // then lasts at least 90 s, beyond the bound of either profile (8.5 s tuned,
@@ -121,8 +140,8 @@ var controls = []Control{
 	// ARP and MAC (CLAIMS.md ARP-): a gateway, a guest or a MAC allocator
 	// that behaves otherwise than the claim says.
 	{ID: CtlARPNameDerivedMAC, Claim: "ARP-01", Description: "an unpinned VM's MAC is derived from its name, so re-creation keeps it", Expect: failures.FreshMAC},
-	{ID: CtlARPAnnounceAtBoot, Claim: "ARP-02", Description: "the guest sends a gratuitous ARP as its address comes up, so the gateway learns the new MAC at once", OnVMs: true, Expect: failures.GatewayHoldsOldMAC},
-	{ID: CtlARPGatewayProbes, Claim: "ARP-03", Description: "the gateway resolves the guest's address while the re-created VM boots, so it holds the new MAC before any recovery can be timed", OnVMs: true, Expect: failures.RecoveryMeasuresNothing},
+	{ID: CtlARPAnnounceAtBoot, Claim: "ARP-02", Description: "the guest sends a gratuitous ARP as its address comes up, so the gateway learns the new MAC at once", OnVMs: true, GuestUp: GuestAnnounces, Expect: failures.GatewayHoldsOldMAC},
+	{ID: CtlARPGatewayProbes, Claim: "ARP-03", Description: "the gateway resolves the guest's address while the re-created VM boots, so it holds the new MAC before any recovery can be timed", OnVMs: true, GuestUp: GatewayResolves, Expect: failures.RecoveryMeasuresNothing},
 	{ID: CtlARPLongTimers, Claim: "ARP-03", Description: "the gateway runs base_reachable_time_ms=180000, far longer than the declared profile", OnVMs: true, GatewayTimers: longTimers, Expect: failures.RecoversWithin},
 	{ID: CtlARPSilentGuest, Claim: "ARP-04", Description: "the guest's gratuitous ARP never leaves it", Expect: failures.EntryFlipsToNewMAC},
 	{ID: CtlARPPinIgnored, Claim: "ARP-05", Description: "the pinned MAC (VMSpec.MAC) is not passed to the attachment: a fresh one every time", Expect: failures.PinnedMACSurvives},
@@ -307,6 +326,15 @@ func (c *Config) ControlGatewayTimers(declared map[string]string) map[string]str
 		return ctl.GatewayTimers(declared)
 	}
 	return declared
+}
+
+// ControlGuestUp is what happens as a guest's address comes up under the
+// run's control (Control.GuestUp): Quiet without one.
+func (c *Config) ControlGuestUp() GuestUp {
+	if ctl, ok := controlByID(c.Control); ok {
+		return ctl.GuestUp
+	}
+	return Quiet
 }
 
 // StagerImagePlugins are the plugins the image the suite builds carries:

@@ -350,3 +350,32 @@ func TestControlUserData(t *testing.T) {
 		t.Errorf("--control=%s: routes %+v, want one default via the gateway 203.0.113.1", CtlDefaultRouteOnVLAN, routes)
 	}
 }
+
+// What happens as a guest comes up is one value both platforms run: the
+// guide's quiet guest without a control, and only the two ARP controls
+// that need the gateway to learn the new MAC early change it.
+func TestControlGuestUp(t *testing.T) {
+	for _, tc := range []struct {
+		control string
+		want    GuestUp
+	}{
+		{"", Quiet},
+		{CtlARPAnnounceAtBoot, GuestAnnounces},
+		{CtlARPGatewayProbes, GatewayResolves},
+		{CtlARPLongTimers, Quiet},
+		{CtlARPSilentGuest, Quiet},
+	} {
+		if got := (&Config{Control: tc.control}).ControlGuestUp(); got != tc.want {
+			t.Errorf("--control=%q: GuestUp %d, want %d", tc.control, got, tc.want)
+		}
+	}
+	n := 0
+	for _, c := range controls {
+		if c.GuestUp != Quiet {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d controls change what happens as a guest comes up, want ARP-02's and ARP-03's 2", n)
+	}
+}

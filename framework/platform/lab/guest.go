@@ -14,6 +14,7 @@ import (
 
 	"github.com/cozystack/vlan-conformance/framework/cloudinit"
 	"github.com/cozystack/vlan-conformance/framework/cni"
+	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/gateway"
 	"github.com/cozystack/vlan-conformance/framework/nsexec"
@@ -92,14 +93,18 @@ func startGuest(ctx context.Context, l *Lab, spec platform.VMSpec) (_ *guest, er
 	if err := cloudinit.Apply(g.vm.Handle, spec.CloudInit); err != nil {
 		return nil, fmt.Errorf("cloud-init: %w", err)
 	}
-	if subjectFor(l.cfg).announceAtBoot {
+	switch l.cfg.ControlGuestUp() {
+	case config.GuestAnnounces:
 		if err := g.Announce(); err != nil {
 			return nil, fmt.Errorf("announce at boot: %w", err)
 		}
 		// Let the announcement reach the gateway before the VM counts as up.
 		time.Sleep(100 * time.Millisecond)
-	}
-	if gw, ok := l.gw.(*gateway.Netns); ok && subjectFor(l.cfg).gatewayProbesAtBoot {
+	case config.GatewayResolves:
+		gw, ok := l.gw.(*gateway.Netns)
+		if !ok {
+			return nil, fmt.Errorf("the gateway (%T) is not one the suite runs", l.gw)
+		}
 		addr, err := g.VLANAddr()
 		if err != nil {
 			return nil, err

@@ -27,13 +27,8 @@ type subject struct {
 	// vmMAC is the MAC the attachment is asked for, given the VM's spec
 	// and whether a MAC is held by a running VM ("" = the plugin's random one).
 	vmMAC func(spec platform.VMSpec, inUse func(mac string) bool) string
-	// announceAtBoot: the guest sends a gratuitous ARP once its address is up.
-	announceAtBoot bool
 	// silentGuest: the guest's gratuitous ARP never leaves it.
 	silentGuest bool
-	// gatewayProbesAtBoot: the gateway resolves a guest's address as it
-	// comes up, learning its MAC before a spec looks.
-	gatewayProbesAtBoot bool
 	// probeCannotLeave: the guest's ARP probes fail to send (NIC down).
 	probeCannotLeave bool
 }
@@ -82,12 +77,8 @@ func subjectFor(cfg *config.Config) subject {
 			}
 			return nameMAC(spec.Namespace + "/" + spec.Name)
 		}
-	case config.CtlARPAnnounceAtBoot:
-		s.announceAtBoot = true
 	case config.CtlARPSilentGuest:
 		s.silentGuest = true
-	case config.CtlARPGatewayProbes:
-		s.gatewayProbesAtBoot = true
 	case config.CtlARPPinIgnored:
 		s.vmMAC = func(platform.VMSpec, func(string) bool) string { return "" }
 	case config.CtlARPUniqueMACs:

@@ -122,7 +122,7 @@ func (w *Workloads) startVM(ctx context.Context, spec platform.VMSpec, kind stri
 		if err := g.installARPTool(ctx); err != nil {
 			return nil, err
 		}
-		if err := w.asControlled(ctx, g); err != nil {
+		if err := w.asGuestComesUp(ctx, g); err != nil {
 			return nil, fmt.Errorf("guest %s: control %s: %w", spec.Name, w.cfg.Control, err)
 		}
 	}
@@ -132,15 +132,14 @@ func (w *Workloads) startVM(ctx context.Context, spec platform.VMSpec, kind stri
 	return g, nil
 }
 
-// asControlled does what the run's control has a guest or the gateway do
-// as the guest comes up, as the lab's do (framework/platform/lab/guest.go):
-// the guest announces itself (ARP-02), or the gateway resolves the guest's
-// address until it holds its new MAC (ARP-03).
-func (w *Workloads) asControlled(ctx context.Context, g *vmGuest) error {
-	switch {
-	case w.cfg.Is(config.CtlARPAnnounceAtBoot):
+// asGuestComesUp does what happens on the VLAN as the guest's address
+// comes up (config.GuestUp), as the lab's guests do
+// (framework/platform/lab/guest.go).
+func (w *Workloads) asGuestComesUp(ctx context.Context, g *vmGuest) error {
+	switch w.cfg.ControlGuestUp() {
+	case config.GuestAnnounces:
 		return g.AnnounceGARP(ctx)
-	case w.cfg.Is(config.CtlARPGatewayProbes):
+	case config.GatewayResolves:
 		gw, ok := (*w.gw).(*gateway.Netns)
 		if !ok {
 			return fmt.Errorf("the gateway (%T) is not one the suite runs", *w.gw)
