@@ -59,7 +59,7 @@ const (
 	SeenLeaving          = "must be seen leaving"                          // VLAN-08
 	NamesMissingPlugin   = "must fail naming the missing plugin"           // VLAN-09
 	DroppedOnSmallerPath = "must be dropped on a path smaller"             // VLAN-10
-	ReportsNADMissing    = "must report"                                   // VLAN-11, then the NAD
+	ReportsNADMissing    = "must report the NAD missing"                   // VLAN-11
 	SpoofchkDrops        = "macspoofchk must drop every frame"             // VLAN-12
 	RefusesToEnslave     = "must refuse to enslave"                        // VLAN-13
 	NewBridgeMade        = "the bridge plugin must have made a new bridge" // VLAN-14
