@@ -18,7 +18,11 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/stager"
 )
 
-const failuresImport = "github.com/cozystack/vlan-conformance/framework/failures"
+const (
+	module         = "github.com/cozystack/vlan-conformance"
+	failuresImport = module + "/framework/failures"
+	suitesImport   = module + "/suites/"
+)
 
 // The registry is one list, in the order `conformance controls` prints it:
 // by ID, each ID once.
@@ -196,7 +200,8 @@ func declaredControls(t *testing.T) []declaredControl {
 
 type specPackage struct {
 	claims   map[string]bool // labels.Claim("ID") of its specs
-	failures map[string]bool // the failures.X it uses
+	failures map[string]bool // the failures.X it uses, itself or through a suites/ package it imports (a matcher)
+	imports  map[string]bool // the suites/ packages it imports, by directory
 }
 
 // specPackages reads suites/ by package directory.
@@ -215,12 +220,17 @@ func specPackages(t *testing.T) map[string]*specPackage {
 		dir, _ := filepath.Rel("../..", filepath.Dir(path))
 		p := out[dir]
 		if p == nil {
-			p = &specPackage{claims: map[string]bool{}, failures: map[string]bool{}}
+			p = &specPackage{claims: map[string]bool{}, failures: map[string]bool{}, imports: map[string]bool{}}
 			out[dir] = p
 		}
 		imported := slices.ContainsFunc(f.Imports, func(s *ast.ImportSpec) bool {
 			return s.Path.Value == strconv.Quote(failuresImport) && s.Name == nil
 		})
+		for _, s := range f.Imports {
+			if path, _ := strconv.Unquote(s.Path.Value); strings.HasPrefix(path, suitesImport) {
+				p.imports[strings.TrimPrefix(path, module+"/")] = true
+			}
+		}
 		ast.Inspect(f, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.CallExpr:
@@ -243,6 +253,24 @@ func specPackages(t *testing.T) map[string]*specPackage {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A message a spec's matcher builds is the spec's message: an importer
+	// uses what its imports use, until nothing more is added.
+	for grew := true; grew; {
+		grew = false
+		for _, p := range out {
+			for dir := range p.imports {
+				q := out[dir]
+				if q == nil {
+					continue
+				}
+				for name := range q.failures {
+					if !p.failures[name] {
+						p.failures[name], grew = true, true
+					}
+				}
+			}
+		}
 	}
 	return out
 }

@@ -1,14 +1,13 @@
 package stager
 
 import (
-	"io/fs"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/run"
 	"github.com/cozystack/vlan-conformance/framework/stager"
+	"github.com/cozystack/vlan-conformance/suites/cnibin"
 	"github.com/cozystack/vlan-conformance/suites/labels"
 )
 
@@ -42,15 +41,7 @@ func installSpecs(r *run.Run) {
 		// "It installs 14 of the upstream reference plugins"
 		It("[STG-01] installs exactly the 14 reference plugins, byte-identical to the image's copies, mode 0755", labels.Claim("STG-01"), func() {
 			Expect(first.LogLines()).NotTo(ContainElement(skipLine), skippedStaging(lab))
-			for _, p := range stager.StagedPlugins {
-				f, ok := first.After.Get(p)
-				Expect(ok).To(BeTrue(), "%s missing after staging\n%s", p, describeRun(first))
-				Expect(f.Kind).To(Equal("file"), "%s is not a regular file", p)
-				Expect(f.Hash).To(Equal(lab.ImageHash(p)), "%s differs from the image's copy (%s)", p, f.Describe())
-				Expect(f.Perm).To(Equal(fs.FileMode(0o755)), "%s has mode %04o", p, uint32(f.Perm))
-			}
-			Expect(extras(lab, first)).To(BeEmpty(), "the names a run writes must be the 14 alone\n%s", describeRun(first))
-			Expect(written(first)).To(ConsistOf(stager.StagedPlugins), "the names a run writes must be exactly the 14\n%s", describeRun(first))
+			Expect(first.After.Files).To(cnibin.HoldTheFourteen(imagePlugins(lab)).AndNothingElseWritten(written(first)).Showing(describeRun(first)))
 		})
 
 		// "[It] leaves loopback, dhcp, dummy and tap alone." and CLAIMS.md STG-02: "nor any file that is not an image plugin (flannel, cilium-cni, ...)"

@@ -2,7 +2,6 @@ package stager
 
 import (
 	"fmt"
-	"io/fs"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -11,6 +10,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/run"
 	"github.com/cozystack/vlan-conformance/framework/stager"
+	"github.com/cozystack/vlan-conformance/suites/cnibin"
 	"github.com/cozystack/vlan-conformance/suites/labels"
 )
 
@@ -92,14 +92,7 @@ func layoutSpecs(r *run.Run) {
 				// "It installs 14 of the upstream reference plugins"
 				It("[STG-01] leaves the 14 reference plugins, byte-identical to the image's, mode 0755, and nothing else new", labels.Claim("STG-01"), func() {
 					Expect(res.LogLines()).NotTo(ContainElement(skipLine), skippedStaging(lab))
-					for _, p := range stager.StagedPlugins {
-						f, ok := res.After.Get(p)
-						Expect(ok).To(BeTrue(), "%s missing afterwards\n%s", p, describeRun(res))
-						Expect(f.Hash).To(Equal(lab.ImageHash(p)), "%s: %s", p, f.Describe())
-						Expect(f.Perm).To(Equal(fs.FileMode(0o755)), "%s has mode %04o", p, uint32(f.Perm))
-					}
-					Expect(extras(lab, res)).To(BeEmpty(), failures.NothingButTheFourteen+"\n%s", describeRun(res))
-					Expect(written(res)).To(ConsistOf(stager.StagedPlugins), "\n%s", describeRun(res))
+					Expect(res.After.Files).To(cnibin.HoldTheFourteen(imagePlugins(lab)).AndNothingElseWritten(written(res)).Showing(describeRun(res)))
 				})
 
 				// "[It] leaves loopback, dhcp, dummy and tap alone" — and CLAIMS.md STG-02: "nor any file that is not an image plugin".

@@ -22,6 +22,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/run"
 	"github.com/cozystack/vlan-conformance/framework/stager"
+	"github.com/cozystack/vlan-conformance/suites/cnibin"
 	"github.com/cozystack/vlan-conformance/suites/labels"
 )
 
@@ -212,13 +213,12 @@ func atFault(lab *stager.Lab, name string) string {
 	return fmt.Sprintf("the script wrote %s, which the image did not offer (its /cni-plugins: %s)", name, lab.Image.Listing())
 }
 
-// extras are the names a run wrote beyond the 14, each with the half at
-// fault.
-func extras(lab *stager.Lab, res stager.Result) []string {
-	var out []string
-	for _, n := range written(res) {
-		if !stager.IsStaged(n) {
-			out = append(out, atFault(lab, n))
+// imagePlugins is the image's /cni-plugins as STG-01's matcher takes it.
+func imagePlugins(lab *stager.Lab) cnibin.Image {
+	out := cnibin.Image{}
+	for _, e := range lab.Image.Entries {
+		if e.Kind == "file" {
+			out[e.Name] = e.Hash
 		}
 	}
 	return out
