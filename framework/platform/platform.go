@@ -14,6 +14,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/observe"
+	"github.com/cozystack/vlan-conformance/framework/stager"
 )
 
 // Platform is one place the specs run: its nodes, the upstream gateway, and
@@ -264,11 +265,12 @@ type CNIStaging interface {
 	// the init containers of the pod template as the API server holds it
 	// afterwards. evidence.ErrNotObservable where the suite does not own Multus.
 	SetStaging(ctx context.Context, on bool) (initContainers []string, err error)
-	// CNIBin reads a node's /opt/cni/bin: file name -> state.
-	CNIBin(ctx context.Context, n Node) (map[string]FileState, error)
+	// CNIBin reads a node's /opt/cni/bin: entry name -> the entry, as the
+	// lab's stager reads a node's (stager.File, without provenance).
+	CNIBin(ctx context.Context, n Node) (map[string]stager.File, error)
 	// Payload reads the plugins the stager's image carries (/cni-plugins),
 	// from the running Multus container on the node.
-	Payload(ctx context.Context, n Node) (map[string]FileState, error)
+	Payload(ctx context.Context, n Node) (map[string]stager.File, error)
 	// PlaceCNIFile puts a file into the node's /opt/cni/bin, as an
 	// administrator or another package would: written aside and renamed
 	// over, since a plugin of that name may be executing. restore puts
@@ -295,15 +297,6 @@ type StagerRun struct {
 	ExitCode   int32
 	Message    string   // its termination message
 	Log        []string // its log, line by line
-}
-
-// FileState is a file as a node holds it.
-type FileState struct {
-	SHA256 string
-	Mode   uint32
-	MTime  time.Time
-	Size   int64
-	Inode  uint64
 }
 
 // Recreator is a platform that re-creates a VM itself (the cluster: it

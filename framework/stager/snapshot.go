@@ -99,7 +99,41 @@ func (c *catalog) take(dir string) (Snapshot, error) {
 	return s, nil
 }
 
+// Listing describes every entry of dir as Stat does: a node's directory
+// as any platform reads it, with no release to tell provenance by.
+func Listing(dir string) (map[string]File, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]File, len(ents))
+	for _, e := range ents {
+		f, err := Stat(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		out[f.Name] = f
+	}
+	return out, nil
+}
+
 func (c *catalog) describe(p string) (File, error) {
+	f, err := Stat(p)
+	if err != nil || f.Kind != "file" {
+		return f, err
+	}
+	if id, ok := c.byHash[f.Hash]; ok {
+		f.Pristine, f.Of = true, id
+		f.Version = id[:strings.Index(id, "/")]
+	} else {
+		f.Version = pluginVersion(p)
+	}
+	return f, nil
+}
+
+// Stat describes the entry at p (not following a symlink): its kind, mode,
+// content hash and inode. Provenance is a lab catalog's to add.
+func Stat(p string) (File, error) {
 	fi, err := os.Lstat(p)
 	if err != nil {
 		return File{}, err
@@ -121,12 +155,6 @@ func (c *catalog) describe(p string) (File, error) {
 		f.Kind = "file"
 		if f.Hash, err = hashFile(p); err != nil {
 			return f, err
-		}
-		if id, ok := c.byHash[f.Hash]; ok {
-			f.Pristine, f.Of = true, id
-			f.Version = id[:strings.Index(id, "/")]
-		} else {
-			f.Version = pluginVersion(p)
 		}
 	case fi.IsDir():
 		f.Kind = "dir"

@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"slices"
 	"strings"
 	"time"
@@ -162,8 +161,8 @@ func referencePlugins() []string {
 }
 
 // only keeps the files named.
-func only(files map[string]platform.FileState, names []string) map[string]platform.FileState {
-	out := map[string]platform.FileState{}
+func only(files map[string]stager.File, names []string) map[string]stager.File {
+	out := map[string]stager.File{}
 	for n, st := range files {
 		if slices.Contains(names, n) {
 			out[n] = st
@@ -172,14 +171,14 @@ func only(files map[string]platform.FileState, names []string) map[string]platfo
 	return out
 }
 
-func diffFiles(before, after map[string]platform.FileState) []string {
+func diffFiles(before, after map[string]stager.File) []string {
 	var out []string
 	for n, b := range before {
 		a, ok := after[n]
 		switch {
 		case !ok:
 			out = append(out, "removed "+n)
-		case a.SHA256 != b.SHA256 || a.Mode != b.Mode || !a.MTime.Equal(b.MTime) || a.Inode != b.Inode:
+		case a.Hash != b.Hash || a.Kind != b.Kind || a.Perm != b.Perm || !a.MTime.Equal(b.MTime) || a.Ino != b.Ino:
 			out = append(out, fmt.Sprintf("changed %s", n))
 		}
 	}
@@ -193,31 +192,12 @@ func diffFiles(before, after map[string]platform.FileState) []string {
 }
 
 // imagePlugins is the image's /cni-plugins as STG-01's matcher takes it.
-func imagePlugins(payload map[string]platform.FileState) cnibin.Image {
+func imagePlugins(payload map[string]stager.File) cnibin.Image {
 	out := cnibin.Image{}
-	for n, st := range payload {
-		if fs.FileMode(st.Mode).IsRegular() {
-			out[n] = st.SHA256
+	for n, f := range payload {
+		if f.Kind == "file" {
+			out[n] = f.Hash
 		}
-	}
-	return out
-}
-
-// listing is a node's directory as STG-01's matcher takes it.
-func listing(files map[string]platform.FileState) map[string]stager.File {
-	out := map[string]stager.File{}
-	for n, st := range files {
-		mode := fs.FileMode(st.Mode)
-		f := stager.File{Name: n, Kind: "other", Perm: mode.Perm(), Size: st.Size, Hash: st.SHA256, Inode: stager.Inode{Ino: st.Inode, MTime: st.MTime}}
-		switch {
-		case mode.IsRegular():
-			f.Kind = "file"
-		case mode.IsDir():
-			f.Kind = "dir"
-		case mode&fs.ModeSymlink != 0:
-			f.Kind = "symlink"
-		}
-		out[n] = f
 	}
 	return out
 }
@@ -239,7 +219,7 @@ func stagerSpecs(r *run.Run) {
 			p       platform.Platform
 			s       platform.CNIStaging
 			node    platform.Node
-			payload map[string]platform.FileState
+			payload map[string]stager.File
 		)
 
 		BeforeAll(func(ctx SpecContext) {
@@ -266,9 +246,9 @@ func stagerSpecs(r *run.Run) {
 				bin, err := s.CNIBin(ctx, n)
 				Expect(err).NotTo(HaveOccurred())
 				for _, name := range stagedPlugins {
-					f.Note("%s:/opt/cni/bin/%s sha256 %.12s mode %o; image /cni-plugins/%s sha256 %.12s", n.Name(), name, bin[name].SHA256, bin[name].Mode&0o777, name, payload[name].SHA256)
+					f.Note("%s:/opt/cni/bin/%s sha256 %.12s mode %o; image /cni-plugins/%s sha256 %.12s", n.Name(), name, bin[name].Hash, uint32(bin[name].Perm), name, payload[name].Hash)
 				}
-				Expect(listing(bin)).To(cnibin.HoldTheFourteen(imagePlugins(payload)).In(n.Name() + ":/opt/cni/bin"))
+				Expect(bin).To(cnibin.HoldTheFourteen(imagePlugins(payload)).In(n.Name() + ":/opt/cni/bin"))
 			}
 		})
 
@@ -280,9 +260,9 @@ func stagerSpecs(r *run.Run) {
 			}
 			Expect(err).NotTo(HaveOccurred())
 			f.Note("%s:/opt/cni/bin/bridge before: inode %d sha256 %.12s; after the re-run: inode %d sha256 %.12s; image copy %.12s",
-				node.Name(), before["bridge"].Inode, before["bridge"].SHA256, after["bridge"].Inode, after["bridge"].SHA256, payload["bridge"].SHA256)
-			Expect(after["bridge"].SHA256).To(Equal(payload["bridge"].SHA256), "the hand-placed bridge must not survive the stager")
-			Expect(after["bridge"].Inode).NotTo(Equal(before["bridge"].Inode), "the new bridge must come by rename (a new inode), not by writing into the old file")
+				node.Name(), before["bridge"].Ino, before["bridge"].Hash, after["bridge"].Ino, after["bridge"].Hash, payload["bridge"].Hash)
+			Expect(after["bridge"].Hash).To(Equal(payload["bridge"].Hash), "the hand-placed bridge must not survive the stager")
+			Expect(after["bridge"].Ino).NotTo(Equal(before["bridge"].Ino), "the new bridge must come by rename (a new inode), not by writing into the old file")
 		})
 
 		// "The container reports these and exits successfully on purpose, so the
@@ -321,10 +301,10 @@ func stagerSpecs(r *run.Run) {
 			By("and every other plugin is installed")
 			bin, err := s.CNIBin(ctx, node)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(bin[plugin].Mode&uint32(fs.ModeDir)).NotTo(BeZero(), "the directory at %s must be left as it is", plugin)
+			Expect(bin[plugin].Kind).To(Equal("dir"), "the directory at %s must be left as it is", plugin)
 			for _, name := range stagedPlugins {
 				if name != plugin {
-					Expect(bin[name].SHA256).To(Equal(payload[name].SHA256), "%s must still be installed on %s, the image's copy", name, node.Name())
+					Expect(bin[name].Hash).To(Equal(payload[name].Hash), "%s must still be installed on %s, the image's copy", name, node.Name())
 				}
 			}
 		})
@@ -341,11 +321,11 @@ func stagerSpecs(r *run.Run) {
 				b, had := before[name]
 				a, has := after[name]
 				f.Note("%s:/opt/cni/bin/%s before: %v inode %d sha256 %.12s mtime %s; after: %v inode %d sha256 %.12s mtime %s",
-					node.Name(), name, had, b.Inode, b.SHA256, b.MTime.Format("15:04:05.000"), has, a.Inode, a.SHA256, a.MTime.Format("15:04:05.000"))
+					node.Name(), name, had, b.Ino, b.Hash, b.MTime.Format("15:04:05.000"), has, a.Ino, a.Hash, a.MTime.Format("15:04:05.000"))
 				Expect(has).To(Equal(had), "%s must neither appear nor vanish", name)
 				if had {
-					Expect(a.Inode).To(Equal(b.Inode), "%s must keep its inode", name)
-					Expect(a.SHA256).To(Equal(b.SHA256), "%s must keep its content", name)
+					Expect(a.Ino).To(Equal(b.Ino), "%s must keep its inode", name)
+					Expect(a.Hash).To(Equal(b.Hash), "%s must keep its content", name)
 					Expect(a.MTime).To(BeTemporally("==", b.MTime), "%s must keep its mtime", name)
 				}
 			}
@@ -359,7 +339,7 @@ func stagerSpecs(r *run.Run) {
 // puts back what the node held before the placements (the bridge where the
 // stager did not replace it, and no foreign plugin); it is set once the
 // first file is placed.
-func restageOverLocalFiles(ctx context.Context, s platform.CNIStaging, n platform.Node) (before, after map[string]platform.FileState, restore func() error, err error) {
+func restageOverLocalFiles(ctx context.Context, s platform.CNIStaging, n platform.Node) (before, after map[string]stager.File, restore func() error, err error) {
 	var restores []func() error
 	restore = func() error {
 		var errs []error

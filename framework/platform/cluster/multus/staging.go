@@ -17,6 +17,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/node"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/wait"
+	"github.com/cozystack/vlan-conformance/framework/stager"
 )
 
 var _ platform.CNIStaging = (*Multus)(nil)
@@ -83,12 +84,12 @@ func (m *Multus) withReferenceStaging(on bool, rev string) error {
 	return withStaging(m.objs, stager, m.stagerVol, rev)
 }
 
-func (m *Multus) CNIBin(_ context.Context, pn platform.Node) (map[string]platform.FileState, error) {
+func (m *Multus) CNIBin(_ context.Context, pn platform.Node) (map[string]stager.File, error) {
 	n, ok := reachable(pn)
 	if !ok {
 		return nil, fmt.Errorf("reading /opt/cni/bin of %s: %w", pn.Name(), evidence.ErrNotObservable)
 	}
-	return node.SnapshotDir(n.HostPath(n.CNIBinDir()))
+	return stager.Listing(n.HostPath(n.CNIBinDir()))
 }
 
 // pod is the Multus pod of a node.
@@ -106,7 +107,7 @@ func (m *Multus) pod(ctx context.Context, nodeName string) (*corev1.Pod, error) 
 	return nil, fmt.Errorf("no %s/%s pod on node %s", m.namespace, m.daemonSet, nodeName)
 }
 
-func (m *Multus) Payload(ctx context.Context, pn platform.Node) (map[string]platform.FileState, error) {
+func (m *Multus) Payload(ctx context.Context, pn platform.Node) (map[string]stager.File, error) {
 	n, ok := reachable(pn)
 	if !ok || m.stager == nil {
 		return nil, fmt.Errorf("the stager's payload on %s: %w (needs a kind node and --cni-staging=stager)", pn.Name(), evidence.ErrNotObservable)
@@ -124,7 +125,7 @@ func (m *Multus) Payload(ctx context.Context, pn platform.Node) (map[string]plat
 		if err != nil {
 			return nil, fmt.Errorf("container %s of %s: %w", cs.Name, p.Name, err)
 		}
-		return node.SnapshotDir(filepath.Join("/proc", pid, "root", stagerPayloadDir))
+		return stager.Listing(filepath.Join("/proc", pid, "root", stagerPayloadDir))
 	}
 	return nil, fmt.Errorf("pod %s/%s has no running container", p.Namespace, p.Name)
 }

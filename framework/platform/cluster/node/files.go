@@ -2,18 +2,14 @@ package node
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/cozystack/vlan-conformance/framework/atomicfile"
-	"github.com/cozystack/vlan-conformance/framework/platform"
 )
 
 // PlaceFile puts content at dir/name as an administrator's install(1)
@@ -81,36 +77,6 @@ func PlaceDir(dir, name string) (restore func() error, err error) {
 		}
 		return nil
 	}, nil
-}
-
-// SnapshotDir reads a directory's regular files: content hash, mode, mtime.
-func SnapshotDir(dir string) (map[string]platform.FileState, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]platform.FileState{}
-	for _, e := range entries {
-		p := filepath.Join(dir, e.Name())
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return nil, err
-		}
-		st := platform.FileState{Mode: uint32(fi.Mode()), MTime: fi.ModTime(), Size: fi.Size()}
-		if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-			st.Inode = sys.Ino
-		}
-		if fi.Mode().IsRegular() {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return nil, err
-			}
-			sum := sha256.Sum256(b)
-			st.SHA256 = hex.EncodeToString(sum[:])
-		}
-		out[e.Name()] = st
-	}
-	return out, nil
 }
 
 // ProcessOf returns the PID (as the host sees it) of a process whose
