@@ -199,7 +199,7 @@ func writeSpecTimes(b *strings.Builder, cases []report.TestCase) {
 // writeBoots is the table of every VM boot in the order they began, and
 // the sum of their times.
 func writeBoots(b *strings.Builder, boots []timeline.Boot, vms bool) {
-	b.WriteString("\n## VM boots (seconds from the create; a re-creation's from its delete)\n\n")
+	b.WriteString("\n## VM boots (seconds from the create; a re-creation's from its delete, a restart's from its request)\n\n")
 	if len(boots) == 0 {
 		if vms {
 			b.WriteString("No VM boot recorded.\n")

@@ -64,10 +64,13 @@ func mainCode() int {
 	case "controls":
 		for _, c := range config.Controls() {
 			tier := c.TierName()
-			if c.OnVMs {
+			switch {
+			case c.OnVMs && c.Tier == "":
 				tier += "+vm" // also a cluster control on VMs (--workload=vm)
+			case c.OnVMs:
+				tier += "/vm" // a cluster control on VMs only
 			}
-			fmt.Printf("%-38s %-8s %-7s %s\n", c.ID, c.Claim, tier, c.Description)
+			fmt.Printf("%-38s %-8s %-10s %s\n", c.ID, c.Claim, tier, c.Description)
 		}
 		return 0
 	case "run", "selftest", "bench", "soak", "preflight", "kind-up", "kind-down":

@@ -58,6 +58,7 @@ var quotes = map[string]string{
 	"ARP-01":  "KubeVirt generates a fresh guest MAC each time the VM object is re-created",
 	"ARP-02":  "holds a stale ARP entry for the old MAC",
 	"ARP-03":  "wait for the ARP entry to age out",
+	"ARP-07":  "each time the VM object is re-created",
 }
 
 func init() {
@@ -100,6 +101,7 @@ var All = []Claim{
 	{ID: "ARP-04", Sentence: "A gratuitous ARP from the new guest ends the outage at once."},
 	{ID: "ARP-05", Sentence: "A pinned MAC survives re-creation, with no outage."},
 	{ID: "ARP-06", Sentence: "Two guests with one MAC on one VLAN are a detectable collision."},
+	{ID: "ARP-07", Sentence: "A restart keeps the VirtualMachine but not the MAC: stop and start, the restart subresource and a VMI deleted under its VM each give an unpinned VLAN NIC a fresh MAC (KubeVirt v1.8.4), and the gateway holds the old one until its entry ages out, as after a re-creation. The guide understates this: it names re-creation only.", Tier: "cluster"},
 }
 
 var (

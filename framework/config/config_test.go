@@ -55,6 +55,9 @@ func TestValidateRejectsBadInput(t *testing.T) {
 		{[]string{"--tier=cluster", "--control=" + CtlNoSubinterface}, "built on the lab tier, not --tier=cluster"},
 		// A lab control that breaks VMs on a cluster has no VM there to break.
 		{[]string{"--tier=cluster", "--workload=pod", "--control=" + CtlSpoofchkDropped}, "on a cluster it breaks VMs: pass --workload=vm"},
+		// So does a cluster control whose claim is about VMs.
+		{[]string{"--tier=cluster", "--workload=pod", "--control=" + CtlARPMACPerVM}, "on a cluster it breaks VMs: pass --workload=vm"},
+		{[]string{"--control=" + CtlARPMACPerVM}, "built on the cluster tier, not --tier=lab"},
 		{[]string{"--other-vlan=100"}, "must differ"},
 	} {
 		err := parse(t, tc.args...)

@@ -1,9 +1,11 @@
 package config
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
 	"strconv"
 
@@ -28,11 +30,13 @@ type Control struct {
 	// Tier is where the broken subject is built: "" for the lab, "cluster"
 	// for a kind cluster the suite makes (the cluster-only claims).
 	Tier string
-	// OnVMs: a lab control that is also a cluster control when the cluster
-	// runs KubeVirt VMs (--workload=vm): its break (NAD) is one the
-	// cluster's platform applies as the lab's does, and its spec then
-	// fails on a VM under KubeVirt's bridge binding, not on the lab's
-	// replica of it.
+	// OnVMs: the control breaks KubeVirt VMs (--workload=vm). A lab
+	// control with it is also a cluster control when the cluster runs VMs:
+	// its break (NAD) is one the cluster's platform applies as the lab's
+	// does, and its spec then fails on a VM under KubeVirt's bridge
+	// binding, not on the lab's replica of it. A cluster control with it
+	// runs on VMs only: its claim is about the VirtualMachine object
+	// (ARP-07's restarts), which a pod lane does not have.
 	OnVMs bool
 	// NAD is the config the CNI plugin gets instead of conf, for every NAD
 	// the run applies: what a renderer that drops or rewrites a key hands
@@ -45,6 +49,12 @@ type Control struct {
 	// key hands the guest. The lab's guests apply its netplan, a VM's
 	// Debian cloud-init the whole of it. Nil: the guide's.
 	UserData func(userData, gateway string) (string, error)
+	// UnpinnedMAC is the MAC a VM whose spec pins none is given, from its
+	// namespace and name, instead of a fresh one: a MAC allocator that
+	// keeps one per name. The lab's attachment and the cluster's
+	// VirtualMachine (as KubeMacPool's webhook would) both apply it. Nil:
+	// a fresh one.
+	UnpinnedMAC func(namespace, name string) string
 	// GatewayTimers maps the neighbour timers the gateway declares to what
 	// it really runs: a slower gateway than the profile says. Nil: what
 	// it declares.
@@ -99,6 +109,7 @@ const (
 	CtlNADInVMNamespace = "VLAN-11/nad-copied-into-vm-namespace"
 	CtlStagingKeptOn    = "STG-09/staging-kept-on"
 	CtlStagerFailsPod   = "STG-11/stager-fails-its-container"
+	CtlARPMACPerVM      = "ARP-07/mac-kept-per-vm-object" // VMs only (OnVMs)
 
 	// The release under test (--cozystack), edited in a copy the control makes.
 	CtlReleaseTypoResolvesFalse = "STG-10/helper-resolves-typo-to-false"
@@ -139,13 +150,14 @@ func longTimers(declared map[string]string) map[string]string {
 var controls = []Control{
 	// ARP and MAC (CLAIMS.md ARP-): a gateway, a guest or a MAC allocator
 	// that behaves otherwise than the claim says.
-	{ID: CtlARPNameDerivedMAC, Claim: "ARP-01", Description: "an unpinned VM's MAC is derived from its name, so re-creation keeps it", Expect: failures.FreshMAC},
+	{ID: CtlARPNameDerivedMAC, Claim: "ARP-01", Description: "an unpinned VM's MAC is derived from its name, so re-creation keeps it", UnpinnedMAC: nameMAC, Expect: failures.FreshMAC},
 	{ID: CtlARPAnnounceAtBoot, Claim: "ARP-02", Description: "the guest sends a gratuitous ARP as its address comes up, so the gateway learns the new MAC at once", OnVMs: true, GuestUp: GuestAnnounces, Expect: failures.GatewayHoldsOldMAC},
 	{ID: CtlARPGatewayProbes, Claim: "ARP-03", Description: "the gateway resolves the guest's address while the re-created VM boots, so it holds the new MAC before any recovery can be timed", OnVMs: true, GuestUp: GatewayResolves, Expect: failures.RecoveryMeasuresNothing},
 	{ID: CtlARPLongTimers, Claim: "ARP-03", Description: "the gateway runs base_reachable_time_ms=180000, far longer than the declared profile", OnVMs: true, GatewayTimers: longTimers, Expect: failures.RecoversWithin},
 	{ID: CtlARPSilentGuest, Claim: "ARP-04", Description: "the guest's gratuitous ARP never leaves it", Expect: failures.EntryFlipsToNewMAC},
 	{ID: CtlARPPinIgnored, Claim: "ARP-05", Description: "the pinned MAC (VMSpec.MAC) is not passed to the attachment: a fresh one every time", Expect: failures.PinnedMACSurvives},
 	{ID: CtlARPUniqueMACs, Claim: "ARP-06", Description: "a pinned MAC already held by a running VM is replaced by a fresh one, as KubeMacPool would", Expect: failures.CollisionFlaps},
+	{ID: CtlARPMACPerVM, Claim: "ARP-07", Tier: "cluster", OnVMs: true, Description: "every unpinned VM gets a MAC derived from its namespace and name, as a MAC pool keeping one per VirtualMachine would: restarts keep it", UnpinnedMAC: nameMAC, Expect: failures.RestartFreshMAC},
 
 	// Staging (CLAIMS.md STG-): mutants of the reference subject in
 	// fixtures/stager/mutants, each breaking one promise of the guide's
@@ -199,6 +211,13 @@ var controls = []Control{
 	{ID: "VLAN-15/image-without-macvlan", Claim: "VLAN-15", Native: true, Description: "the image's /cni-plugins lacks macvlan (a Dockerfile that extracts the other 13): staging cannot mend the NAD", ImagePlugins: imageWithout("macvlan"), Expect: failures.AttachesAfterStaging},
 }
 
+// nameMAC is a locally administered unicast MAC derived from a VM's
+// namespace and name: the same VM, the same MAC, however often it boots.
+func nameMAC(namespace, name string) string {
+	h := sha256.Sum256([]byte(namespace + "/" + name))
+	return net.HardwareAddr{0x02, h[0], h[1], h[2], h[3], h[4]}.String()
+}
+
 // setKey sets a top-level key of NAD configs of one plugin type.
 func SetNADKey(pluginType, key string, value any) func(string) string {
 	return editNAD(pluginType, func(m map[string]any) { m[key] = value })
@@ -246,10 +265,10 @@ func (c Control) OnTier(tier string) bool {
 }
 
 // WantsVMs reports whether the control cannot run on that tier and
-// workload: a lab control that breaks VMs on a cluster (OnVMs) changes
-// nothing on a cluster that runs pods.
+// workload: a control that breaks VMs on a cluster (OnVMs), the lab's or
+// the cluster's own, changes nothing on a cluster that runs pods.
 func (c Control) WantsVMs(tier, workload string) bool {
-	return c.OnVMs && c.Tier == "" && tier == "cluster" && workload != "vm"
+	return c.OnVMs && tier == "cluster" && workload != "vm"
 }
 
 // TierName is the tier the control's subject is built on: lab or cluster.
@@ -316,6 +335,19 @@ func (c *Config) ControlUserData(userData string) (string, error) {
 		return out, nil
 	}
 	return userData, nil
+}
+
+// ControlMAC is the MAC a VM's VLAN NIC is asked for: the one its spec
+// pins, else the one the run's control gives it (Control.UnpinnedMAC),
+// else "" (a fresh one).
+func (c *Config) ControlMAC(namespace, name, pinned string) string {
+	if pinned != "" {
+		return pinned
+	}
+	if ctl, ok := controlByID(c.Control); ok && ctl.UnpinnedMAC != nil {
+		return ctl.UnpinnedMAC(namespace, name)
+	}
+	return ""
 }
 
 // ControlGatewayTimers maps the gateway's declared neighbour timers to what

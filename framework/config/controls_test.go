@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"net"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -405,5 +406,69 @@ func TestControlGuestUp(t *testing.T) {
 	}
 	if n != 2 {
 		t.Errorf("%d controls change what happens as a guest comes up, want ARP-02's and ARP-03's 2", n)
+	}
+}
+
+// A control that gives unpinned VMs a MAC says how in its value too, for
+// the lab and the cluster alike: one MAC per namespace and name, a
+// locally administered unicast one; a pinned MAC wins, and without such a
+// control an unpinned VM is left to the platform's fresh one.
+func TestControlMAC(t *testing.T) {
+	const pinned = "02:00:00:00:05:01"
+	for _, control := range []string{"", CtlSpoofchkDropped} {
+		c := &Config{Control: control}
+		if got := c.ControlMAC("tenant-arp", "vm-arp07", ""); got != "" {
+			t.Errorf("--control=%q: an unpinned VM gets %q, want a fresh one (\"\")", control, got)
+		}
+		if got := c.ControlMAC("tenant-arp", "vm-arp07", pinned); got != pinned {
+			t.Errorf("--control=%q: a pinned VM gets %q, want %s", control, got, pinned)
+		}
+	}
+	for _, control := range []string{CtlARPNameDerivedMAC, CtlARPMACPerVM} {
+		c := &Config{Control: control}
+		mac := c.ControlMAC("tenant-arp", "vm-arp07", "")
+		hw, err := net.ParseMAC(mac)
+		if err != nil || len(hw) != 6 || hw[0]&0x01 != 0 || hw[0]&0x02 == 0 {
+			t.Errorf("--control=%s: %q (%v), want a locally administered unicast MAC", control, mac, err)
+		}
+		if again := c.ControlMAC("tenant-arp", "vm-arp07", ""); again != mac {
+			t.Errorf("--control=%s: the same VM got %s, then %s", control, mac, again)
+		}
+		if other := c.ControlMAC("tenant-arp", "vm-arp05", ""); other == mac {
+			t.Errorf("--control=%s: two VMs share %s", control, mac)
+		}
+		if other := c.ControlMAC("tenant-other", "vm-arp07", ""); other == mac {
+			t.Errorf("--control=%s: one name in two namespaces shares %s", control, mac)
+		}
+		if got := c.ControlMAC("tenant-arp", "vm-arp07", pinned); got != pinned {
+			t.Errorf("--control=%s: a pinned VM gets %q, want %s", control, got, pinned)
+		}
+	}
+}
+
+// A control that breaks VMs on a cluster cannot run where the cluster
+// runs pods, be it a lab control also applied to VMs or a cluster
+// control of a claim about VMs; with VMs, or in the lab, it can.
+func TestWantsVMs(t *testing.T) {
+	for _, tc := range []struct {
+		control        string
+		tier, workload string
+		want           bool
+	}{
+		{CtlSpoofchkDropped, "cluster", "pod", true},
+		{CtlSpoofchkDropped, "cluster", "vm", false},
+		{CtlSpoofchkDropped, "lab", "vm", false},
+		{CtlARPMACPerVM, "cluster", "pod", true},
+		{CtlARPMACPerVM, "cluster", "vm", false},
+		{CtlNADInVMNamespace, "cluster", "pod", false},
+		{CtlNoSubinterface, "lab", "vm", false},
+	} {
+		c, ok := controlByID(tc.control)
+		if !ok {
+			t.Fatalf("no control %s", tc.control)
+		}
+		if got := c.WantsVMs(tc.tier, tc.workload); got != tc.want {
+			t.Errorf("%s on --tier=%s --workload=%s: WantsVMs %v, want %v", tc.control, tc.tier, tc.workload, got, tc.want)
+		}
 	}
 }

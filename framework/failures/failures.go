@@ -11,13 +11,14 @@ package failures
 
 // ARP and MAC (CLAIMS.md ARP-).
 const (
-	FreshMAC                = "must give its VLAN NIC a fresh MAC"         // ARP-01
-	GatewayHoldsOldMAC      = "must still hold the old MAC"                // ARP-02
-	RecoversWithin          = "must recover by itself within"              // ARP-03
-	RecoveryMeasuresNothing = "the recovery that follows measures nothing" // ARP-03
-	EntryFlipsToNewMAC      = "must flip to the new MAC"                   // ARP-04
-	PinnedMACSurvives       = "the pinned MAC must survive re-creation"    // ARP-05
-	CollisionFlaps          = "a MAC collision must show as"               // ARP-06
+	FreshMAC                = "must give its VLAN NIC a fresh MAC"                // ARP-01
+	GatewayHoldsOldMAC      = "must still hold the old MAC"                       // ARP-02
+	RecoversWithin          = "must recover by itself within"                     // ARP-03
+	RecoveryMeasuresNothing = "the recovery that follows measures nothing"        // ARP-03
+	EntryFlipsToNewMAC      = "must flip to the new MAC"                          // ARP-04
+	PinnedMACSurvives       = "the pinned MAC must survive re-creation"           // ARP-05
+	CollisionFlaps          = "a MAC collision must show as"                      // ARP-06
+	RestartFreshMAC         = "a restart gives the unpinned VLAN NIC a fresh MAC" // ARP-07
 )
 
 // Staging the reference CNI plugins (CLAIMS.md STG-).

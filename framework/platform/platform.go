@@ -238,7 +238,26 @@ type KubeVMs interface {
 	// e.g. for a missing NAD, as Synchronized=False, not as an event. None
 	// for a pod workload.
 	VMIConditions(ctx context.Context, namespace, vmName string) ([]Event, error)
+	// RestartVM restarts the VM the way how names, its VirtualMachine
+	// kept: it waits for the new instance and returns its guest, logged in
+	// as StartVM's is; the guest it replaces is closed. A restart that
+	// fails leaves the VM the spec's to delete, with the guest it passed.
+	// evidence.ErrNotObservable for a pod workload.
+	RestartVM(ctx context.Context, g Guest, how Restart) (Guest, error)
 }
+
+// Restart is a way to get a VM a new instance without re-creating its
+// VirtualMachine object (ARP-07).
+type Restart string
+
+const (
+	RestartStopStart   Restart = "stop, then start"             // virtctl stop, then start: runStrategy Halted, then Always
+	RestartSubresource Restart = "the restart subresource"      // virtctl restart
+	RestartVMIDeleted  Restart = "the VMI deleted under its VM" // the VM controller makes a new one
+)
+
+// Restarts are the ways, in the order ARP-07 takes them.
+var Restarts = []Restart{RestartStopStart, RestartSubresource, RestartVMIDeleted}
 
 // Event is a Kubernetes event about an object.
 type Event struct {

@@ -2,7 +2,8 @@
 // seed 003's KubeMacPool claims (CLAIMS.md ARP-01..06) through the Guest
 // and Gateway interfaces: a re-created guest is a real VM deleted and
 // created again in a cluster, a launcher pod and guest namespace torn down
-// and rebuilt (fresh CNI ADD) in the lab.
+// and rebuilt (fresh CNI ADD) in the lab. ARP-07 asks the same of a VM
+// restarted, its VirtualMachine kept (restart.go): a cluster's only.
 //
 //	 vcf-gw: the upstream gateway               vcf-node-a (vcf-node-b the same)
 //	+-------------------------------+  trunk  +-------------------------------------+
@@ -16,7 +17,7 @@
 // spec leans on what another left in the gateway's entry; ARP-03 times the
 // recovery from the outage ARP-02 just saw, when it did (the same event,
 // another side), and ARP-01 observes the last re-creation from the sides
-// the others do not; ARP-05 and ARP-06 have guests of their own
+// the others do not; ARP-05, ARP-06 and ARP-07 have guests of their own
 // (vm.go: guests). The gateway's neighbour timers are part of the fixture: the lab
 // sets the declared profile, the specs read it back, report it and derive
 // their bound from what is declared.
@@ -78,10 +79,10 @@ func Specs(r *run.Run) {
 			var err error
 			p, err = f.Platform(ctx)
 			Expect(err).NotTo(HaveOccurred(), "building the platform")
-			skip.IfPods(p, "ARP-01..06 (re-created VMs)")
+			skip.IfPods(p, "ARP-01..07 (re-created and restarted VMs)")
 			gw = p.Gateway()
 			Expect(f.ApplyNAD(ctx, nad, "vlan100-bridge")).To(Succeed())
-			booted.start(ctx)
+			booted.start(ctx, p)
 			if v05, ok := booted.vms["vm-arp05"]; ok && pinnedBeside() {
 				var stop func()
 				booted.pinned, stop = recreatePinnedBeside(ctx, gw, p, v05)
@@ -149,23 +150,8 @@ func Specs(r *run.Run) {
 			Expect(err).NotTo(HaveOccurred())
 
 			tl := newTimeline("ARP-03: recovery without help after re-creating " + v.Name())
-			limit, bound, bounded := vendorLimit, recoveryBound{}, false
-			declared, err := gw.NeighProfile(ctx)
-			switch {
-			case err == nil:
-				bound, bounded = boundFor(declared.Timers, streamEvery), true
-				limit = bound.Total()
-				tl.note("declared gateway timers, profile %q (%s): %s", declared.Name, declared.Source, describeTimers(declared.Timers))
-				tl.note("bound they imply: %s", bound.Formula())
-			case errors.Is(err, evidence.ErrNotObservable):
-				tl.note("no declared timers (%v): measured up to %s, not bounded", err, secs(vendorLimit))
-			default:
-				Expect(err).NotTo(HaveOccurred(), "the declared neighbour timers")
-			}
-			running, runErr := gw.NeighTimers(ctx)
-			if runErr == nil {
-				tl.note("timers the gateway reports running: %s", describeTimers(running))
-			}
+			e, err := expectRecovery(ctx, gw, tl)
+			Expect(err).NotTo(HaveOccurred())
 
 			// The gateway is kept quiet while the VM is re-created: a boot
 			// takes minutes under TCG, and a gateway sending all along would
@@ -191,59 +177,51 @@ func Specs(r *run.Run) {
 				atReady, err = gw.Neighbor(ctx, v.addr)
 				Expect(err).NotTo(HaveOccurred())
 			}
-			stream, err := gw.StartPing(ctx, v.addr, streamEvery)
+			rec, err := timeRecovery(ctx, gw, v.addr, e.limit)
 			skip.IfNotObservable(err)
 			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(stream.Stop)
-			streamed := time.Now()
-			watch := watchNeighbor(gw, v.addr, watchEvery)
-			DeferCleanup(watch.Stop)
-			first, recovered := awaitReply(ctx, stream, streamed, limit)
-			probes, changes := stream.Stop(), watch.Stop()
-			after, err := gw.Neighbor(ctx, v.addr)
-			Expect(err).NotTo(HaveOccurred())
 
-			tl.origin = streamed
+			tl.origin = rec.streamed
 			tl.note("the gateway sends nothing while the VM is re-created; t = 0 when it starts pinging the re-created guest, %s apart; its entry sampled every %s", streamEvery, watchEvery)
 			if !before.Confirmed.IsZero() {
 				tl.add(before.Confirmed, "gateway entry last confirmed (old MAC %s)", rc.oldMAC)
 			}
 			// The entry's delay starts with the first packet the gateway
 			// sends to the re-created guest: ARP-02's, when it is that re-creation.
-			sentFrom := streamed
+			sentFrom := rec.streamed
 			if !rc.firstSent.IsZero() {
 				sentFrom = rc.firstSent
 			}
-			if early, late, ok := expectedFailover(running, before.Confirmed, sentFrom); ok && runErr == nil {
-				shift := streamed.Sub(sentFrom)
+			if early, late, ok := expectedFailover(e.running, before.Confirmed, sentFrom); ok && e.runErr == nil {
+				shift := rec.streamed.Sub(sentFrom)
 				tl.note("expected from the gateway's own state (reachable_time drawn %d ms, entry confirmed at %+d ms): recovery between %d and %d ms (timer-wheel rounding), plus up to two probe intervals",
-					running.ReachableTime.Milliseconds(), before.Confirmed.Sub(streamed).Milliseconds(), (early - shift).Milliseconds(), (late - shift).Milliseconds())
+					e.running.ReachableTime.Milliseconds(), before.Confirmed.Sub(rec.streamed).Milliseconds(), (early - shift).Milliseconds(), (late - shift).Milliseconds())
 			}
 			tl.add(rc.start, "re-creation starts: %s deleted (MAC %s)", v.Name(), rc.oldMAC)
 			tl.add(rc.ready, "re-created %s is up (MAC %s); the gateway's entry: %s", v.Name(), rc.newMAC, describeNeighbor(atReady, rc.oldMAC, rc.newMAC))
 			if !rc.firstSent.IsZero() {
 				tl.add(rc.firstSent, "%s: the gateway's three echo requests to the re-created guest, unanswered (its outage)", rc.by)
 			}
-			tl.addProbes(probes, "gateway → guest")
-			tl.addNeighbor(changes, rc.oldMAC, rc.newMAC)
-			if recovered {
-				tl.note("measured: first reply %d ms after the stream's first echo request (t = 0) (%d ms after the delete)", first.Reply.Sub(streamed).Milliseconds(), first.Reply.Sub(rc.start).Milliseconds())
+			tl.addProbes(rec.probes, "gateway → guest")
+			tl.addNeighbor(rec.changes, rc.oldMAC, rc.newMAC)
+			if rec.recovered {
+				tl.note("measured: first reply %d ms after the stream's first echo request (t = 0) (%d ms after the delete)", rec.first.Reply.Sub(rec.streamed).Milliseconds(), rec.first.Reply.Sub(rc.start).Milliseconds())
 			} else {
-				tl.note("measured: no reply within %s of the stream's first echo request (t = 0)", secs(limit))
+				tl.note("measured: no reply within %s of the stream's first echo request (t = 0)", secs(e.limit))
 			}
-			tl.add(time.Now(), "gateway entry at the end: %s", describeNeighbor(after, rc.oldMAC, rc.newMAC))
+			tl.add(time.Now(), "gateway entry at the end: %s", describeNeighbor(rec.after, rc.oldMAC, rc.newMAC))
 			Expect(tl.write(f.Artifact("timeline.md"))).To(Succeed())
 			AddReportEntry("ARP-03 timeline", tl.Markdown())
 
 			Expect(atReady.MAC.String()).To(Equal(rc.oldMAC.String()),
 				"when the re-created VM is up the gateway must still hold the old MAC %s for %s, or "+failures.RecoveryMeasuresNothing+" (it holds %s)", rc.oldMAC, v.addr, atReady.MAC)
-			Expect(recovered).To(BeTrue(), "gateway-to-guest "+failures.RecoversWithin+" %s of re-creation%s%s",
-				secs(limit), boundNote(bounded, declared), runningNote(running, runErr))
-			took := first.Reply.Sub(streamed)
-			if bounded {
-				Expect(took).To(BeNumerically("<=", bound.Total()), "recovery took %s, beyond the bound %s", took, bound.Formula())
+			Expect(rec.recovered).To(BeTrue(), "gateway-to-guest "+failures.RecoversWithin+" %s of re-creation%s",
+				secs(e.limit), e.why())
+			took := rec.first.Reply.Sub(rec.streamed)
+			if e.bounded {
+				Expect(took).To(BeNumerically("<=", e.bound.Total()), "recovery took %s, beyond the bound %s", took, e.bound.Formula())
 			}
-			Expect(after.MAC.String()).To(Equal(rc.newMAC.String()), "after recovery the gateway's entry for %s must hold the new MAC", v.addr)
+			Expect(rec.after.MAC.String()).To(Equal(rc.newMAC.String()), "after recovery the gateway's entry for %s must hold the new MAC", v.addr)
 		})
 
 		// Environment (measured): "0.3 s after a gratuitous ARP from the new guest (accepted even with arp_accept=0)."
@@ -424,6 +402,8 @@ func Specs(r *run.Run) {
 			AddReportEntry("ARP-06 collision", fmt.Sprintf("MAC collision on VLAN %d: %s moved %d times between %s on br100 of %s as %s and %s spoke",
 				p.Config().VLAN, mac, moves, strings.Join(ports, " and "), watched.Name(), a.Name(), b.Name()))
 		})
+
+		restartSpec(f, booted, &p, &gw)
 	})
 }
 

@@ -1,12 +1,58 @@
 package arp
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 )
+
+// expected is what a recovery from the gateway's stale entry is held
+// against (ARP-03 after a re-creation, ARP-07 after each restart): the
+// bound the gateway's declared neighbour timers imply, or, for a gateway
+// that declares none (a vendor's), vendorLimit, unbounded; and the timers
+// it reports running, for the report.
+type expected struct {
+	limit    time.Duration
+	bound    recoveryBound
+	bounded  bool
+	declared platform.NeighProfile
+	running  platform.NeighTimers
+	runErr   error // why the running timers are unknown
+}
+
+// expectRecovery reads the gateway's declared and running timers, and
+// notes them and the bound on tl.
+func expectRecovery(ctx context.Context, gw platform.Gateway, tl *timeline) (expected, error) {
+	e := expected{limit: vendorLimit}
+	var err error
+	e.declared, err = gw.NeighProfile(ctx)
+	switch {
+	case err == nil:
+		e.bound, e.bounded = boundFor(e.declared.Timers, streamEvery), true
+		e.limit = e.bound.Total()
+		tl.note("declared gateway timers, profile %q (%s): %s", e.declared.Name, e.declared.Source, describeTimers(e.declared.Timers))
+		tl.note("bound they imply: %s", e.bound.Formula())
+	case errors.Is(err, evidence.ErrNotObservable):
+		tl.note("no declared timers (%v): measured up to %s, not bounded", err, secs(vendorLimit))
+	default:
+		return e, fmt.Errorf("the declared neighbour timers: %w", err)
+	}
+	e.running, e.runErr = gw.NeighTimers(ctx)
+	if e.runErr == nil {
+		tl.note("timers the gateway reports running: %s", describeTimers(e.running))
+	}
+	return e, nil
+}
+
+// why is what the recovery was held against, for an assertion's message.
+func (e expected) why() string {
+	return boundNote(e.bounded, e.declared) + runningNote(e.running, e.runErr)
+}
 
 // schedulingSlack covers scheduling lateness (softirqs, a TCG lab VM) and
 // the echo/ARP round trips of the re-resolution.

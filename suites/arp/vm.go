@@ -43,7 +43,9 @@ type vm struct {
 // gateway; ARP-03 times the recovery of ARP-02's outage, ARP-01 observes
 // ARP-04's re-creation (each re-creating it alone when run alone); a TCG
 // boot is two minutes saved per spec.
-// ARP-05 pins a MAC, and ARP-06's two share one, so they have their own.
+// ARP-05 pins a MAC, and ARP-06's two share one, so they have their own;
+// ARP-07 restarts its own, so that vm-arp's chain of re-creations is no
+// longer for it, and it boots ahead beside them.
 // The VMs alternate between the bridge nodes, so that those started
 // together fit (each asks for the 4 GiB of vm-instance's default
 // instancetype); ARP-06's two stand on different nodes, so that their
@@ -51,12 +53,14 @@ type vm struct {
 var guests = []struct {
 	claims    []string
 	name, mac string
-	node      int // index into the bridge nodes, modulo their count
+	node      int  // index into the bridge nodes, modulo their count
+	kube      bool // its spec needs a VirtualMachine object (platform.KubeVMs) and skips elsewhere
 }{
-	{[]string{"ARP-01", "ARP-02", "ARP-03", "ARP-04"}, "vm-arp", "", 0},
-	{[]string{"ARP-05"}, "vm-arp05", pinnedMAC, 1},
-	{[]string{"ARP-06"}, "vm-arp06a", sharedMAC, 0},
-	{[]string{"ARP-06"}, "vm-arp06b", sharedMAC, 1},
+	{[]string{"ARP-01", "ARP-02", "ARP-03", "ARP-04"}, "vm-arp", "", 0, false},
+	{[]string{"ARP-05"}, "vm-arp05", pinnedMAC, 1, false},
+	{[]string{"ARP-06"}, "vm-arp06a", sharedMAC, 0, false},
+	{[]string{"ARP-06"}, "vm-arp06b", sharedMAC, 1, false},
+	{[]string{"ARP-07"}, "vm-arp07", "", 0, true},
 }
 
 // fleet is the container's VMs: every guest booting ahead from the
@@ -103,12 +107,14 @@ func prestartFleet(f *framework.Framework) *fleet {
 // start takes, for the whole container, the guests of the first selected
 // spec, with ARP-05's when it re-creates it beside them (pinnedBeside):
 // the specs time re-creations, never a first boot. The others' specs
-// take theirs. A guest that did not start fails the specs that take it.
-func (fl *fleet) start(ctx context.Context) {
+// take theirs. A guest that did not start fails the specs that take it;
+// one whose spec skips on p is not started.
+func (fl *fleet) start(ctx context.Context, p platform.Platform) {
+	_, kube := platform.As[platform.KubeVMs](p)
 	var names []string
 	var first []string
 	for _, g := range guests {
-		if !selects(g.claims) {
+		if !selects(g.claims) || g.kube && !kube {
 			continue
 		}
 		if first == nil {
@@ -186,7 +192,8 @@ func (fl *fleet) warmed(ctx context.Context, gw platform.Gateway, name string) (
 	return v, nil
 }
 
-// recreation is one delete-and-create of a VM, timed.
+// recreation is one delete-and-create of a VM, timed; or one restart of
+// it, its VirtualMachine kept (ARP-07).
 type recreation struct {
 	start, ready   time.Time // before the delete; once the new guest is up
 	oldMAC, newMAC net.HardwareAddr
@@ -212,22 +219,39 @@ func (r recreation) took() time.Duration { return r.ready.Sub(r.start) }
 // recreate deletes the VM and creates it again from the same spec, as a
 // user deleting and re-applying the VM object does.
 func (v *vm) recreate(ctx context.Context, p platform.Platform) (*recreation, error) {
+	r, err := v.timed(ctx, p, "re-creation", v.Recreate)
+	if err == nil {
+		v.last, v.outage = r, nil
+	}
+	return r, err
+}
+
+// restart gets the VM a new instance the way how names, its
+// VirtualMachine kept (ARP-07), timed as a re-creation is.
+func (v *vm) restart(ctx context.Context, p platform.Platform, how platform.Restart) (*recreation, error) {
+	return v.timed(ctx, p, string(how), func(ctx context.Context) error { return v.Restart(ctx, how) })
+}
+
+// timed runs do, which gets the VM a new instance (what names it), from
+// before it until the new guest is up, with the MAC before and after and,
+// where the platform has one (platform.KubeVMs), the VM object's status
+// before.
+func (v *vm) timed(ctx context.Context, p platform.Platform, what string, do func(context.Context) error) (*recreation, error) {
 	r := &recreation{oldMAC: v.MAC(), by: CurrentSpecReport().LeafNodeText}
 	if k, ok := platform.As[platform.KubeVMs](p); ok {
 		st, err := k.VMStatus(ctx, v)
 		if err != nil {
-			return r, fmt.Errorf("%s before re-creation: %w", v.Name(), err)
+			return r, fmt.Errorf("%s before %s: %w", v.Name(), what, err)
 		}
 		r.before = st
 	}
 	r.start = time.Now()
-	err := v.Recreate(ctx)
+	err := do(ctx)
 	r.ready = time.Now()
 	if err != nil {
 		return r, fmt.Errorf("MAC %s: %w", r.oldMAC, err)
 	}
 	r.newMAC = v.MAC()
-	v.last, v.outage = r, nil
 	return r, nil
 }
 
@@ -259,6 +283,34 @@ func warmGateway(ctx context.Context, gw platform.Gateway, v *vm) (platform.Neig
 		return n, fmt.Errorf("before re-creation the gateway's entry for %s holds %s, not the guest's MAC %s", v.addr, n.MAC, v.MAC())
 	}
 	return n, nil
+}
+
+// recovery is the gateway pinging a guest whose MAC changed under it,
+// from its first echo request until the first reply, its entry for the
+// guest watched: how ARP-03 times the outage after a re-creation, and
+// ARP-07 after each restart.
+type recovery struct {
+	streamed  time.Time // the stream's first echo request (t = 0)
+	first     platform.Probe
+	recovered bool // a reply came back within the limit
+	probes    []platform.Probe
+	changes   []neighChange
+	after     platform.Neighbor // the gateway's entry at the end
+}
+
+// timeRecovery has the gateway ping addr every streamEvery, its entry
+// sampled every watchEvery, until the first reply or limit.
+func timeRecovery(ctx context.Context, gw platform.Gateway, addr netip.Addr, limit time.Duration) (recovery, error) {
+	stream, err := gw.StartPing(ctx, addr, streamEvery)
+	if err != nil {
+		return recovery{}, err
+	}
+	r := recovery{streamed: time.Now()}
+	watch := watchNeighbor(gw, addr, watchEvery)
+	r.first, r.recovered = awaitReply(ctx, stream, r.streamed, limit)
+	r.probes, r.changes = stream.Stop(), watch.Stop()
+	r.after, err = gw.Neighbor(ctx, addr)
+	return r, err
 }
 
 // awaitReply waits until a reply of the stream comes back after t, at

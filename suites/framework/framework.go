@@ -243,6 +243,28 @@ func (v *VM) Delete(ctx context.Context) error {
 // Unwrap is the platform's own guest (platform.Own).
 func (v *VM) Unwrap() platform.Guest { return v.Guest }
 
+// Restart restarts the VM the way how names, its VirtualMachine object
+// kept (platform.KubeVMs), in a boot slot as a re-creation is. A failed
+// restart leaves the VM the spec's to delete, as it was.
+func (v *VM) Restart(ctx context.Context, how platform.Restart) error {
+	name := v.Name()
+	k, ok := platform.As[platform.KubeVMs](v.p)
+	if !ok {
+		return fmt.Errorf("restarting %s: %w (%s has no VirtualMachine objects)", name, evidence.ErrNotObservable, v.p.Name())
+	}
+	release, err := holdSlot(ctx, v.p)
+	if err != nil {
+		return fmt.Errorf("restarting %s: %w", name, err)
+	}
+	defer release()
+	g, err := k.RestartVM(ctx, v.Guest, how)
+	if err != nil {
+		return fmt.Errorf("restarting %s (%s): %w", name, how, err)
+	}
+	v.Guest = g
+	return nil
+}
+
 // Recreate deletes the VM and creates it again from the same spec, as a
 // user deleting and re-applying the VM object does.
 func (v *VM) Recreate(ctx context.Context) error {

@@ -1,8 +1,6 @@
 package lab
 
 import (
-	"crypto/sha256"
-	"net"
 	"net/netip"
 
 	"github.com/cozystack/vlan-conformance/framework/addresses"
@@ -13,9 +11,9 @@ import (
 
 // subject is what the lab builds for a run: the guide's setup, or the
 // deliberately broken variant a negative control names. This is the only
-// place controls turn into topology changes; a NAD or userData break is
-// the control's own value (config.Control.NAD, UserData), which the
-// cluster applies too.
+// place controls turn into topology changes; a NAD, userData or MAC
+// break is the control's own value (config.Control.NAD, UserData,
+// UnpinnedMAC), which the cluster applies too.
 type subject struct {
 	bridgeWiring  fabric.Wiring
 	macvlanWiring fabric.Wiring
@@ -41,7 +39,10 @@ func subjectFor(cfg *config.Config) subject {
 	s := subject{
 		bridgeWiring: fabric.GuideBridge, macvlanWiring: fabric.MacvlanParent, mtu: 1500,
 		nadConfig: cfg.ControlNAD,
-		vmMAC:     func(spec platform.VMSpec, _ func(string) bool) string { return spec.MAC },
+		// A pinned MAC, or the control's for an unpinned VM (ARP-01's).
+		vmMAC: func(spec platform.VMSpec, _ func(string) bool) string {
+			return cfg.ControlMAC(spec.Namespace, spec.Name, spec.MAC)
+		},
 	}
 	switch cfg.Control {
 	case config.CtlNoSubinterface:
@@ -70,13 +71,6 @@ func subjectFor(cfg *config.Config) subject {
 			"dataDir": hostLocalDataDir,
 		}
 		s.nadConfig = config.SetNADKey("bridge", "ipam", ipam)
-	case config.CtlARPNameDerivedMAC:
-		s.vmMAC = func(spec platform.VMSpec, _ func(string) bool) string {
-			if spec.MAC != "" {
-				return spec.MAC
-			}
-			return nameMAC(spec.Namespace + "/" + spec.Name)
-		}
 	case config.CtlARPSilentGuest:
 		s.silentGuest = true
 	case config.CtlARPPinIgnored:
@@ -90,10 +84,4 @@ func subjectFor(cfg *config.Config) subject {
 		}
 	}
 	return s
-}
-
-// nameMAC is a locally administered unicast MAC derived from a VM's name.
-func nameMAC(name string) string {
-	h := sha256.Sum256([]byte(name))
-	return net.HardwareAddr{0x02, h[0], h[1], h[2], h[3], h[4]}.String()
 }

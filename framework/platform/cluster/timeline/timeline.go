@@ -32,6 +32,7 @@ const (
 const (
 	BootStart    = "start"     // a VM created
 	BootRecreate = "re-create" // a VM deleted and created again from its spec
+	BootRestart  = "restart"   // a new instance of a VM kept (ARP-07: stop/start, restart, VMI deleted)
 )
 
 // Mark is a milestone and when it was first reached.
@@ -42,11 +43,11 @@ type Mark struct {
 
 // Boot is one VM boot. At is when it began, from the start of building the
 // platform; the other figures are seconds from its create (a re-creation:
-// from its delete, since the guest is off the VLAN from then). 0 is a
-// stage not reached: the boot failed before it.
+// from its delete, a restart: from its request, since the guest is off
+// the VLAN from then). 0 is a stage not reached: the boot failed before it.
 type Boot struct {
 	VM        string  `json:"vm"`   // namespace/name
-	Kind      string  `json:"kind"` // BootStart or BootRecreate
+	Kind      string  `json:"kind"` // BootStart, BootRecreate or BootRestart
 	At        float64 `json:"at"`
 	VMI       float64 `json:"vmi_ready,omitempty"`
 	Login     float64 `json:"login,omitempty"`
@@ -88,8 +89,8 @@ func (t *Timeline) Mark(name string) {
 	t.marks = append(t.marks, Mark{Name: name, Seconds: time.Since(t.start).Seconds()})
 }
 
-// Boot records one boot of the VM vm (namespace/name); kind is BootStart
-// or BootRecreate. Safe to call from several goroutines: VMs may boot side
+// Boot records one boot of the VM vm (namespace/name); kind is BootStart,
+// BootRecreate or BootRestart. Safe to call from several goroutines: VMs may boot side
 // by side.
 func (t *Timeline) Boot(vm, kind string, s Stages) {
 	if t == nil {

@@ -32,7 +32,10 @@ import (
 //	                        └─ WorkloadMonitor left out (a Cozystack CRD)
 //
 // A VM whose MAC a spec pins (ARP-05/06) is the suite's own build
-// (RenderVM): the chart has no value for it.
+// (RenderVM): the chart has no value for it. The MAC a control gives an
+// unpinned VM (ARP-07's) is patched onto the chart's render instead, as a
+// MAC pool's webhook sets it on the VirtualMachine: the VM stays the
+// release's.
 
 // fromRelease tells whether spec's VM is rendered by the release's chart:
 // it takes the guide's step 3 values, so not without a guide (the
@@ -82,7 +85,7 @@ func (w *Workloads) releaseObjects(spec platform.VMSpec, nodeName string) ([]*un
 		before := o.DeepCopy()
 		switch {
 		case o.GetKind() == "VirtualMachine":
-			if o, before, err = w.patchVM(o, nodeName, &scratch); err != nil {
+			if o, before, err = w.patchVM(o, spec, nodeName, &scratch); err != nil {
 				return nil, err
 			}
 		case o.GetKind() == "Secret" && o.GetName() == secret:
@@ -118,10 +121,12 @@ func (w *Workloads) releaseObjects(spec platform.VMSpec, nodeName string) ([]*un
 
 // patchVM makes the rendered VirtualMachine bootable here: its
 // DataVolume disks (CDI, which the lane does not run) give way to the
-// guest image, and it is placed on the spec's node. It returns the patched
-// object and the rendered one as the same typed round trip gives it, so
-// that their difference is the patch alone.
-func (w *Workloads) patchVM(o *unstructured.Unstructured, nodeName string, l *cozystack.Ledger) (patched, before *unstructured.Unstructured, err error) {
+// guest image, and it is placed on the spec's node. Under a control that
+// gives unpinned VMs a MAC (config.Control.UnpinnedMAC) its VLAN
+// interface gets it, as a MAC pool's webhook would set it. It returns the
+// patched object and the rendered one as the same typed round trip gives
+// it, so that their difference is the patch alone.
+func (w *Workloads) patchVM(o *unstructured.Unstructured, spec platform.VMSpec, nodeName string, l *cozystack.Ledger) (patched, before *unstructured.Unstructured, err error) {
 	typed, err := cozystack.As[kubevirtv1.VirtualMachine](o)
 	if err != nil {
 		return nil, nil, err
@@ -145,6 +150,10 @@ func (w *Workloads) patchVM(o *unstructured.Unstructured, nodeName string, l *co
 	if nodeName != "" {
 		opts = append(opts, vm.WithNodeSelector(map[string]string{"kubernetes.io/hostname": nodeName}))
 		l.Add(cozystack.Change{Kind: "patch", Object: obj, What: "spec.template.spec.nodeSelector kubernetes.io/hostname: <the spec's node>", Why: "a spec observes the links of the node it placed the VM on"})
+	}
+	if mac := w.cfg.ControlMAC(spec.Namespace, spec.Name, spec.MAC); mac != "" && len(spec.Networks) > 0 {
+		opts = append(opts, vm.WithInterfaceMAC(spec.Networks[0], mac))
+		l.Add(cozystack.Change{Kind: "patch", Object: obj, What: "spec.template.spec.domain.devices.interfaces[<the VLAN network>].macAddress: <derived from the namespace and name>", Why: "negative control " + w.cfg.Control + ": a MAC allocator keeping one MAC per VirtualMachine"})
 	}
 	for _, opt := range opts {
 		opt(typed)

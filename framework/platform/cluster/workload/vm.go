@@ -63,22 +63,36 @@ func (w *Workloads) create(ctx context.Context, spec platform.VMSpec) error {
 		}
 		return w.kube.Apply.Apply(ctx, objs)
 	}
-	r := RenderVM(spec, w.img, nodeName)
+	r := w.renderOwn(spec, nodeName)
 	w.owner.Record(spec.Namespace, r.Secret)
 	w.owner.Record(spec.Namespace, r.VM)
 	return w.kube.Apply.ApplyTyped(ctx, r.Secret, r.VM)
 }
 
-// startVM creates the VM, waits through the stages nad and vmi, logs into
-// its console, waits for cloud-init, and finds its VLAN NIC by MAC. The
-// boot goes on the run's timeline as kind, counted from `from`, whether it
-// succeeded or not: a boot that failed half-way still took its time.
+// renderOwn is the suite's own rendering of spec's VM (RenderVM), the MAC
+// the run's control gives an unpinned VM set where a pinned one goes
+// (config.Control.UnpinnedMAC).
+func (w *Workloads) renderOwn(spec platform.VMSpec, nodeName string) Rendered {
+	spec.MAC = w.cfg.ControlMAC(spec.Namespace, spec.Name, spec.MAC)
+	return RenderVM(spec, w.img, nodeName)
+}
+
+// startVM creates the VM and attaches to it (attach). The boot goes on
+// the run's timeline as kind, counted from `from`, whether it succeeded or
+// not: a boot that failed half-way still took its time.
 func (w *Workloads) startVM(ctx context.Context, spec platform.VMSpec, kind string, from time.Time) (platform.Guest, error) {
 	boot := timeline.Stages{From: from}
 	defer func() { w.timeline.Boot(spec.Namespace+"/"+spec.Name, kind, boot) }()
 	if err := w.create(ctx, spec); err != nil {
 		return nil, err
 	}
+	return w.attach(ctx, spec, &boot)
+}
+
+// attach waits for the VM of spec through the stages nad and vmi, logs
+// into its console, waits for cloud-init, and finds its VLAN NIC by MAC;
+// boot gets the time of each stage.
+func (w *Workloads) attach(ctx context.Context, spec platform.VMSpec, boot *timeline.Stages) (platform.Guest, error) {
 	name := InstanceName(spec.Name)
 	if err := wait.All(ctx, VMStages(w.kube, w.timeouts, spec.Namespace, name, spec.Networks)); err != nil {
 		return nil, err
@@ -130,6 +144,71 @@ func (w *Workloads) startVM(ctx context.Context, spec platform.VMSpec, kind stri
 	w.guests[spec.Namespace+"/"+spec.Name] = g
 	w.mu.Unlock()
 	return g, nil
+}
+
+// RestartVM: see platform.KubeVMs. The boot goes on the run's timeline
+// as a restart, counted from the request (the guest leaves the VLAN then),
+// whether it succeeded or not.
+func (w *Workloads) RestartVM(ctx context.Context, pg platform.Guest, how platform.Restart) (platform.Guest, error) {
+	g, ok := platform.Own(pg).(*vmGuest)
+	if !ok {
+		return nil, fmt.Errorf("restarting %s: %w (a pod workload)", pg.Name(), evidence.ErrNotObservable)
+	}
+	ns, name, old := g.spec.Namespace, g.vmName, types.UID(g.status.VMIUID)
+	boot := timeline.Stages{From: time.Now()}
+	defer func() { w.timeline.Boot(ns+"/"+g.spec.Name, timeline.BootRestart, boot) }()
+	if err := w.restart(ctx, ns, name, how); err != nil {
+		return nil, fmt.Errorf("restarting %s/%s (%s): %w", ns, name, how, err)
+	}
+	w.forget(g)
+	if err := newVMI(w.kube, w.timeouts, ns, name, old).Wait(ctx); err != nil {
+		return nil, err
+	}
+	return w.attach(ctx, g.spec, &boot)
+}
+
+// restart asks KubeVirt for a new instance of the VM, the way how names,
+// as a user does (virtctl stop and start, virtctl restart, kubectl delete
+// vmi), the guest shut down as the VM's grace period lets it.
+func (w *Workloads) restart(ctx context.Context, ns, name string, how platform.Restart) error {
+	vms, vmis := w.kube.KubeVirt.KubevirtV1().VirtualMachines(ns), w.kube.KubeVirt.KubevirtV1().VirtualMachineInstances(ns)
+	switch how {
+	case platform.RestartStopStart:
+		if err := vms.Stop(ctx, name, &kubevirtv1.StopOptions{}); err != nil {
+			return err
+		}
+		// Started before its instance is gone, the VM would keep it.
+		stopped := wait.Gone("vmi", "VMI "+ns+"/"+name+" stopped", w.timeouts["vmi"], func(ctx context.Context) bool {
+			_, err := vmis.Get(ctx, name, metav1.GetOptions{})
+			return !apierrors.IsNotFound(err)
+		})
+		if err := stopped.Wait(ctx); err != nil {
+			return err
+		}
+		return vms.Start(ctx, name, &kubevirtv1.StartOptions{})
+	case platform.RestartSubresource:
+		return vms.Restart(ctx, name, &kubevirtv1.RestartOptions{})
+	case platform.RestartVMIDeleted:
+		return vmis.Delete(ctx, name, metav1.DeleteOptions{})
+	}
+	return fmt.Errorf("no such way to restart a VM: %q", how)
+}
+
+// newVMI is a stage that waits until the VM has an instance other than
+// the one of UID old: its restart made a new one.
+func newVMI(k *kube.Clients, timeouts map[string]time.Duration, ns, name string, old types.UID) wait.Stage {
+	return wait.Stage{Name: "vmi", What: fmt.Sprintf("a new VMI %s/%s in place of %s", ns, name, old), Timeout: timeouts["vmi"], Check: func(ctx context.Context) (bool, string, error) {
+		vmi, err := k.KubeVirt.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return false, "no VMI yet", nil
+		case err != nil:
+			return false, "VMI: " + err.Error(), nil
+		case vmi.UID == old:
+			return false, "the old VMI is still there, phase " + string(vmi.Status.Phase), nil
+		}
+		return true, "", nil
+	}}
 }
 
 // asGuestComesUp does what happens on the VLAN as the guest's address

@@ -187,13 +187,20 @@ func (w *Workloads) DeleteVM(ctx context.Context, pg platform.Guest) error {
 	if !ok {
 		return fmt.Errorf("deleting %s: not a cluster workload (%T)", pg.Name(), pg)
 	}
+	w.forget(g)
+	return w.deleteVM(ctx, g.spec.Namespace, g.spec.Name)
+}
+
+// forget drops a guest whose instance is going, its console closed: the
+// VM deleted, or restarted (a later delete may pass that guest again; the
+// line's second close is a no-op error).
+func (w *Workloads) forget(g *vmGuest) {
 	w.mu.Lock()
 	delete(w.guests, g.spec.Namespace+"/"+g.spec.Name)
 	w.mu.Unlock()
 	if g.con != nil {
 		g.con.Close()
 	}
-	return w.deleteVM(ctx, g.spec.Namespace, g.spec.Name)
 }
 
 func (w *Workloads) VMEvents(ctx context.Context, namespace, vmName string) ([]platform.Event, error) {
