@@ -31,6 +31,7 @@ func Specs(r *run.Run) {
 	pluginSpecs(r)
 	bridgeNameSpecs(r)
 	spoofCheckSpecs(r)
+	nadNamespaceSpecs(r)
 }
 
 // bridgeClaims are the claims of the bridge container's specs: each runs
