@@ -50,6 +50,9 @@ func New(f *fabric.Fabric, profile string, actual func(declared map[string]strin
 
 func (g *Netns) Address() netip.Addr          { return g.addr }
 func (g *Netns) OtherVLANAddress() netip.Addr { return g.otherAddr }
+func (g *Netns) VLANPoint() evidence.Point {
+	return evidence.Point{Netns: g.ns.Path, Iface: g.iface, Label: "gateway " + g.iface}
+}
 func (g *Netns) OtherVLANPoint() evidence.Point {
 	return evidence.Point{Netns: g.ns.Path, Iface: g.otherIface, Label: "gateway " + g.otherIface}
 }
@@ -171,6 +174,7 @@ type Vendor struct{ Addr netip.Addr }
 
 func (v Vendor) Address() netip.Addr            { return v.Addr }
 func (v Vendor) OtherVLANAddress() netip.Addr   { return netip.Addr{} }
+func (v Vendor) VLANPoint() evidence.Point      { return evidence.Point{} }
 func (v Vendor) OtherVLANPoint() evidence.Point { return evidence.Point{} }
 func (v Vendor) Ping(context.Context, netip.Addr, ...observe.PingOption) (observe.PingResult, error) {
 	return observe.PingResult{}, fmt.Errorf("ping from the vendor's gateway: %w", evidence.ErrNotObservable)

@@ -81,6 +81,9 @@ type Gateway interface {
 	Address() netip.Addr
 	Ping(ctx context.Context, dst netip.Addr, opts ...PingOption) (PingResult, error)
 	Neighbor(ctx context.Context, ip netip.Addr) (Neighbor, error)
+	// VLANPoint is the gateway's interface on the guests' VLAN (ARP-04
+	// times a gratuitous ARP from its arrival there).
+	VLANPoint() evidence.Point
 	// OtherVLANPoint is the gateway's interface on the second VLAN.
 	OtherVLANPoint() evidence.Point
 	OtherVLANAddress() netip.Addr

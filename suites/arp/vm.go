@@ -13,6 +13,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 
+	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/suites/framework"
 	"github.com/cozystack/vlan-conformance/suites/labels"
@@ -349,6 +350,18 @@ func awaitEntry(ctx context.Context, gw platform.Gateway, ip netip.Addr, mac net
 }
 
 var errNotSeen = errors.New("not seen in time")
+
+// garpSeen is when the first gratuitous ARP for ip from mac (sender and
+// target address both ip) crossed the capture, from since on.
+func garpSeen(frames evidence.Frames, ip netip.Addr, mac net.HardwareAddr, since time.Time) (time.Time, bool) {
+	for _, fr := range frames {
+		a := fr.ARP
+		if a != nil && !fr.Time.Before(since) && a.SenderIP == ip && a.TargetIP == ip && bytes.Equal(a.SenderMAC, mac) {
+			return fr.Time, true
+		}
+	}
+	return time.Time{}, false
+}
 
 // isLocalUnicast: the I/G bit clear (unicast), the U/L bit set (locally
 // administered), as the kernel's random MACs and KubeMacPool's pool are.
