@@ -44,6 +44,7 @@ type driver struct {
 	part      string   // which specs/controls this process runs: all, native, labvm
 	runs      int      // soak: how many runs in a row
 	inVM      bool     // the lab part must run in the lab VM (decided once)
+	only      string   // selftest: the controls to run, by ID or claim ("" = all)
 }
 
 func main() {
@@ -131,6 +132,7 @@ func (d *driver) parse() error {
 	fs.StringVar(&d.cacheDir, "cache-dir", config.CacheRoot(), "build cache (the lab VM's kernel and initramfs go in its labvm/); $VCF_CACHE sets the default")
 	fs.StringVar(&d.part, "part", "all", "internal: which specs this process runs (all, native, labvm)")
 	fs.IntVar(&d.runs, "runs", 10, "soak: how many conformance runs in a row")
+	fs.StringVar(&d.only, "only", "", "selftest: only these controls, each a control ID or a claim (all its controls), comma-separated; `conformance controls` lists them")
 	args := d.rawArgs
 	for i, a := range args {
 		if a == "--" {
@@ -145,7 +147,7 @@ func (d *driver) parse() error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q (suite flags go after --)", fs.Args())
 	}
-	driverFlags := map[string]bool{"lab-vm": true, "suite-binary": true, "cache-dir": true, "part": true, "runs": true}
+	driverFlags := map[string]bool{"lab-vm": true, "suite-binary": true, "cache-dir": true, "part": true, "runs": true, "only": true}
 	fs.Visit(func(f *flag.Flag) {
 		if driverFlags[f.Name] {
 			return
@@ -168,6 +170,13 @@ func (d *driver) parse() error {
 	if d.sub != "preflight" && d.sub != "kind-up" && d.sub != "kind-down" && !d.cfg.Cluster.DryRun {
 		if _, err := os.Stat(d.suite); err != nil {
 			errs = append(errs, fmt.Errorf("--suite-binary %q: %v (build it with `make build`)", d.suite, errors.Unwrap(err)))
+		}
+	}
+	if d.only != "" {
+		if d.sub != "selftest" {
+			errs = append(errs, fmt.Errorf("--only selects controls for selftest, not for %s", d.sub))
+		} else if _, err := d.selectedControls(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	errs = append(errs, d.cfg.Validate())

@@ -72,7 +72,8 @@ func (d *driver) selftest(ctx context.Context) int {
 	for _, l := range lasting {
 		fmt.Printf("selftest: NOT PASSING AGAIN after the controls %s\n", l)
 	}
-	if caught != len(outcomes) || len(lasting) > 0 || len(outcomes)+len(notRun) != len(config.ControlsOn(d.cfg.Tier)) {
+	selected, _ := d.selectedControls()
+	if caught != len(outcomes) || len(lasting) > 0 || len(outcomes)+len(notRun) != len(selected) {
 		return 1
 	}
 	return 0
@@ -93,7 +94,8 @@ func inPart(c config.Control, part string) bool {
 func (d *driver) selftestPart(ctx context.Context, part string) int {
 	dir := filepath.Join(d.cfg.ReportDir, "selftest")
 	var outcomes []report.ControlOutcome
-	for _, c := range config.ControlsOn(d.cfg.Tier) {
+	selected, _ := d.selectedControls()
+	for _, c := range selected {
 		if !inPart(c, part) || d.notRunReason(c) != "" {
 			continue
 		}
@@ -219,15 +221,49 @@ func (d *driver) notRunReason(c config.Control) string {
 	return ""
 }
 
-// controlsNotRun are the tier's controls that cannot run, each with why.
+// controlsNotRun are the selected controls that cannot run, each with why.
 func (d *driver) controlsNotRun() []string {
 	var out []string
-	for _, c := range config.ControlsOn(d.cfg.Tier) {
+	selected, _ := d.selectedControls()
+	for _, c := range selected {
 		if why := d.notRunReason(c); why != "" {
 			out = append(out, c.ID+": "+why)
 		}
 	}
 	return out
+}
+
+// selectedControls are the tier's controls selftest runs: all of them, or
+// those --only names by ID or by claim. A name that is neither, or whose
+// controls are another tier's, is bad input.
+func (d *driver) selectedControls() ([]config.Control, error) {
+	all := config.ControlsOn(d.cfg.Tier)
+	if d.only == "" {
+		return all, nil
+	}
+	names := map[string]bool{}
+	for _, n := range strings.Split(d.only, ",") {
+		names[strings.TrimSpace(n)] = true
+	}
+	var out []config.Control
+	used := map[string]bool{}
+	for _, c := range all {
+		if names[c.ID] || names[c.Claim] {
+			out = append(out, c)
+			used[c.ID], used[c.Claim] = true, true
+		}
+	}
+	var unknown []string
+	for n := range names {
+		if !used[n] {
+			unknown = append(unknown, n)
+		}
+	}
+	slices.Sort(unknown)
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("--only %s: no control of --tier=%s by that ID or claim (`conformance controls` lists them)", strings.Join(unknown, ","), d.cfg.Tier)
+	}
+	return out, nil
 }
 
 // runSuiteQuiet runs the suite with its output in a file (a control's

@@ -32,3 +32,37 @@ func TestSelftestOnPodsRunsNoControlThatBreaksVMs(t *testing.T) {
 		}
 	}
 }
+
+// --only runs the named controls, by ID or by claim, in the controls' own
+// order; a name that is no control of the tier is refused before anything
+// runs, and without --only every control of the tier is selected.
+func TestSelftestOnly(t *testing.T) {
+	ids := func(cs []config.Control) string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.ID)
+		}
+		return strings.Join(out, ",")
+	}
+	for _, tc := range []struct {
+		only, want, err string
+	}{
+		{"", ids(config.ControlsOn("cluster")), ""},
+		{config.CtlNADInVMNamespace + ",ARP-07", config.CtlARPMACPerVM + "," + config.CtlNADInVMNamespace, ""},
+		{"ARP-03", config.CtlARPGatewayProbes + "," + config.CtlARPLongTimers, ""},
+		{"ARP-03, " + config.CtlARPLongTimers, config.CtlARPGatewayProbes + "," + config.CtlARPLongTimers, ""},
+		{"VLAN-99,ARP-07", "", "--only VLAN-99: no control"},
+		{"STG-01", "", "--only STG-01: no control of --tier=cluster"},
+	} {
+		d := &driver{cfg: &config.Config{Tier: "cluster"}, only: tc.only}
+		got, err := d.selectedControls()
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("--only=%q: error %v, want one containing %q", tc.only, err, tc.err)
+		case tc.err == "" && err != nil:
+			t.Errorf("--only=%q: %v", tc.only, err)
+		case tc.err == "" && ids(got) != tc.want:
+			t.Errorf("--only=%q: %s, want %s", tc.only, ids(got), tc.want)
+		}
+	}
+}
