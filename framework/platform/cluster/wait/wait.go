@@ -108,12 +108,24 @@ func Gone(name, what string, timeout time.Duration, exists func(ctx context.Cont
 // (kubelet, with Multus's and the CNI plugin's error in the message).
 var terminalReasons = []string{"FailedCreate", "FailedCreatePodSandBox"}
 
+// vmRetries is how often a VirtualMachine's own FailedCreate must repeat
+// to end a wait. Its controller requeues every sync error, and a race it
+// lost once is won on the next sync: KubeVirt v1.8.4 failed to store a
+// re-created VM's instancetype controllerRevisions once (a 422 on its own
+// patch) and went on to start it. A persistent error repeats within a
+// second (the requeue backs off from 5 ms).
+const vmRetries = 3
+
 // TerminalEvent is the first Warning event that ends a wait for good.
 func TerminalEvent(evs []corev1.Event) error {
 	for _, e := range evs {
-		if e.Type == corev1.EventTypeWarning && slices.Contains(terminalReasons, e.Reason) {
-			return fmt.Errorf("%s %s: %s: %s", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+		if e.Type != corev1.EventTypeWarning || !slices.Contains(terminalReasons, e.Reason) {
+			continue
 		}
+		if e.InvolvedObject.Kind == "VirtualMachine" && e.Count < vmRetries {
+			continue
+		}
+		return fmt.Errorf("%s %s: %s: %s", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 func init() { PollInterval = 5 * time.Millisecond }
@@ -63,5 +65,32 @@ func TestStageWait(t *testing.T) {
 	spent := Stage{Name: "nad", Timeout: 0, Check: func(context.Context) (bool, string, error) { return false, "", nil }}
 	if err := spent.Wait(context.Background()); !errors.As(err, &se) || se.Stage != "nad" {
 		t.Fatalf("zero timeout: %v", err)
+	}
+}
+
+// A launcher pod that cannot be made, or its network, ends a wait at once;
+// a VirtualMachine's own FailedCreate only once it repeats, since its
+// controller retries (KubeVirt's once-lost race storing a re-created VM's
+// controllerRevisions); Normal events and other reasons never do.
+func TestTerminalEvent(t *testing.T) {
+	ev := func(kind, typ, reason string, count int32) corev1.Event {
+		return corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: kind, Name: "x"}, Type: typ, Reason: reason, Count: count, Message: "m"}
+	}
+	for _, tc := range []struct {
+		ev       corev1.Event
+		terminal bool
+	}{
+		{ev("VirtualMachineInstance", corev1.EventTypeWarning, "FailedCreate", 1), true},
+		{ev("Pod", corev1.EventTypeWarning, "FailedCreatePodSandBox", 1), true},
+		{ev("VirtualMachine", corev1.EventTypeWarning, "FailedCreate", 1), false},
+		{ev("VirtualMachine", corev1.EventTypeWarning, "FailedCreate", 2), false},
+		{ev("VirtualMachine", corev1.EventTypeWarning, "FailedCreate", 3), true},
+		{ev("VirtualMachineInstance", corev1.EventTypeNormal, "FailedCreate", 1), false},
+		{ev("VirtualMachineInstance", corev1.EventTypeWarning, "BackOff", 5), false},
+	} {
+		err := TerminalEvent([]corev1.Event{tc.ev})
+		if (err != nil) != tc.terminal {
+			t.Errorf("%s %s %s ×%d: %v, want terminal %v", tc.ev.InvolvedObject.Kind, tc.ev.Type, tc.ev.Reason, tc.ev.Count, err, tc.terminal)
+		}
 	}
 }
