@@ -134,9 +134,12 @@ func TestSoakTalliesEachSpec(t *testing.T) {
 	tally(stats, run("passed"))
 	tally(stats, run("failed"))
 	out := filepath.Join(t.TempDir(), "soak.md")
-	flaky, err := writeSoak(out, []string{"run 1", "run 2"}, stats)
+	flaky, err := writeSoak(out, "the cluster tier (--workload=vm)", []string{"run 1", "run 2"}, stats)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(out); err != nil || !strings.HasPrefix(string(b), "# Soak: 2 runs of the cluster tier (--workload=vm) in a row\n") {
+		t.Errorf("soak.md begins %.60q (%v), want it to say what ran", b, err)
 	}
 	if flaky != 1 || len(stats) != 2 || stats["[It] a [VLAN-01]"].Passed != 2 || stats["[It] b [VLAN-02]"].Failed != 1 {
 		t.Errorf("flaky %d, stats %+v", flaky, stats)

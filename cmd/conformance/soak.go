@@ -56,7 +56,11 @@ func (d *driver) soak(ctx context.Context) int {
 		runs = append(runs, line)
 		tally(stats, cases)
 	}
-	flaky, err := writeSoak(filepath.Join(d.cfg.ReportDir, "soak.md"), runs, stats)
+	what := "the " + d.cfg.Tier + " tier"
+	if d.cfg.Tier == "cluster" {
+		what += " (--workload=" + d.cfg.Cluster.Workload + ")"
+	}
+	flaky, err := writeSoak(filepath.Join(d.cfg.ReportDir, "soak.md"), what, runs, stats)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "soak:", err)
 		return 1
@@ -92,16 +96,16 @@ func tally(stats map[string]*specStat, cases []report.TestCase) {
 	}
 }
 
-// writeSoak writes the per-spec table and returns how many specs failed in
-// at least one run.
-func writeSoak(path string, runs []string, stats map[string]*specStat) (int, error) {
+// writeSoak writes the per-spec table of runs of what and returns how many
+// specs failed in at least one run.
+func writeSoak(path, what string, runs []string, stats map[string]*specStat) (int, error) {
 	names := make([]string, 0, len(stats))
 	for n := range stats {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Soak: %d lab runs in a row\n\n", len(runs))
+	fmt.Fprintf(&b, "# Soak: %d runs of %s in a row\n\n", len(runs), what)
 	for _, r := range runs {
 		b.WriteString("- " + r + "\n")
 	}
