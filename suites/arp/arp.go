@@ -272,7 +272,7 @@ func Specs(r *run.Run) {
 
 			tl := newTimeline("ARP-04: a gratuitous ARP from the re-created " + v.Name())
 			tl.origin = announced
-			tl.note("gateway → %s every 20 ms; gateway entry sampled every 10 ms; t = 0 when the guest's gratuitous ARP reaches the gateway's %s (%s)", v.addr, gw.VLANPoint(), f.Artifact("gateway.pcap"))
+			tl.note("gateway → %s every 20 ms; gateway entry sampled every 10 ms; t = 0 when the guest's gratuitous ARP reaches the %s (%s)", v.addr, gw.VLANPoint(), f.Artifact("gateway.pcap"))
 			tl.add(rc.start, "re-creation starts: %s deleted (MAC %s)", v.Name(), rc.oldMAC)
 			tl.add(rc.ready, "re-created %s is up (MAC %s)", v.Name(), rc.newMAC)
 			tl.add(asked, "the guest is asked to send a gratuitous ARP: %s is-at %s", v.addr, rc.newMAC)
