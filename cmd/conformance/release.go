@@ -10,6 +10,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
 	"github.com/cozystack/vlan-conformance/framework/report"
 	"github.com/cozystack/vlan-conformance/framework/stager"
+	"github.com/cozystack/vlan-conformance/framework/subject"
 )
 
 // describeRelease fills the report's release rows: which Cozystack commit
@@ -26,7 +27,7 @@ func describeRelease(cfg *config.Config, env *report.Environment) {
 	env.Release = fmt.Sprintf("%s (commit read from %s; checkout %s)", rel.Commit, rel.CommitFrom, rel.Dir)
 	env.Guide = guideName(s)
 	if s.Guide == nil {
-		env.NoGuide = config.NoGuide
+		env.NoGuide = subject.NoGuide
 	}
 	defer func() { env.Changes = s.Ledger.Markdown() }()
 	if !s.Stages() {
@@ -48,7 +49,7 @@ func describeRelease(cfg *config.Config, env *report.Environment) {
 	if cfg.StagerManifest != s.Manifest {
 		return
 	}
-	env.StagerSubject = fmt.Sprintf("install-cni-plugins of the release's %s, rendered with Helm (variant %s, networking.stageCniPlugins unset) to %s", cozystack.MultusChart, config.DefaultVariant, cfg.StagerManifest)
+	env.StagerSubject = fmt.Sprintf("install-cni-plugins of the release's %s, rendered with Helm (variant %s, networking.stageCniPlugins unset) to %s", cozystack.MultusChart, subject.DefaultVariant, cfg.StagerManifest)
 }
 
 // labStagerImage is the ledger's row for the image the lab's stager specs
@@ -56,7 +57,7 @@ func describeRelease(cfg *config.Config, env *report.Environment) {
 // pins (nil off the lab, or for a release that does not stage). The lab
 // has no container runtime: whatever the image, the script runs with the
 // host's shell and tools over its /cni-plugins (framework/stager).
-func labStagerImage(cfg *config.Config, s *config.Subject) *cozystack.Change {
+func labStagerImage(cfg *config.Config, s *subject.Subject) *cozystack.Change {
 	im, ok := s.StagerImageRef()
 	if cfg.Tier != "lab" || !s.Stages() || !ok {
 		return nil
@@ -83,7 +84,7 @@ func labStagerImage(cfg *config.Config, s *config.Subject) *cozystack.Change {
 // from the checkout, or nothing (a container the run does not start);
 // then where each pinned image the run read came from, and which pinned
 // images it could not inspect (no archive or pull held them).
-func pinnedImages(cfg *config.Config, s *config.Subject) string {
+func pinnedImages(cfg *config.Config, s *subject.Subject) string {
 	var b strings.Builder
 	b.WriteString("| container | pinned reference | this run used |\n|---|---|---|\n")
 	var unread []string
@@ -107,7 +108,7 @@ func pinnedImages(cfg *config.Config, s *config.Subject) string {
 }
 
 // imageUsed is what the run used for the image im pins.
-func imageUsed(cfg *config.Config, s *config.Subject, im cozystack.ImageRef) string {
+func imageUsed(cfg *config.Config, s *subject.Subject, im cozystack.ImageRef) string {
 	stagerImage := im.Field == "initContainer" && im.Name == stager.InitContainerName
 	if cfg.Tier == "cluster" {
 		if cfg.ExistingCluster() {
@@ -144,7 +145,7 @@ func releaseVerdicts(cfg *config.Config, vs []report.Verdict) []report.Verdict {
 }
 
 // guideOf is the subject's guide as the report names it, nil when it has none.
-func guideOf(s *config.Subject) *report.Guide {
+func guideOf(s *subject.Subject) *report.Guide {
 	if s.Guide == nil {
 		return nil
 	}
@@ -152,11 +153,11 @@ func guideOf(s *config.Subject) *report.Guide {
 }
 
 // guideName is the report's guide row: which guide, or why none.
-func guideName(s *config.Subject) string {
+func guideName(s *subject.Subject) string {
 	if g := guideOf(s); g != nil {
 		return g.String()
 	}
-	return "none: " + config.NoGuide
+	return "none: " + subject.NoGuide
 }
 
 // guideLines are what a dry run says of the release's guide: which one

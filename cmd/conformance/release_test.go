@@ -13,6 +13,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
 	"github.com/cozystack/vlan-conformance/framework/image/imagetest"
 	"github.com/cozystack/vlan-conformance/framework/report"
+	"github.com/cozystack/vlan-conformance/framework/subject"
 )
 
 const root = "../.."
@@ -160,7 +161,7 @@ func TestReleaseWithoutAGuideJudgesNoClaimOfIt(t *testing.T) {
 	}
 	b, _ := os.ReadFile(out)
 	first := strings.SplitN(string(b), "\n", 4)[2]
-	if !strings.Contains(first, config.NoGuide) || !strings.HasSuffix(first, strings.Join(unjudged, ", ")+".**") {
+	if !strings.Contains(first, subject.NoGuide) || !strings.HasSuffix(first, strings.Join(unjudged, ", ")+".**") {
 		t.Errorf("the report's first lines must say no guide was given and name %v:\n%s", unjudged, first)
 	}
 	if !strings.Contains(string(b), "the suite's own fixtures/nad/") {

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/cozystack/vlan-conformance/framework/stager"
+	"github.com/cozystack/vlan-conformance/framework/subject"
 )
 
 // ExitBadInput is the exit status for invalid flags.
@@ -49,20 +50,20 @@ type Config struct {
 
 	Cluster ClusterConfig // the cluster tier's flags (cluster.go)
 
-	// Cozystack is --cozystack: the release under test (cozystack.go);
-	// Guide is --guide: the guide its claims are judged by, when not the
-	// one it ships.
+	// Cozystack is --cozystack: the release under test, which Validate
+	// builds (cozystack.go, framework/subject); Guide is --guide: the guide
+	// its claims are judged by, when not the one it ships.
 	Cozystack string
 	Guide     string
 	// ImageArchives is --image-archive: images the release pins, as an
-	// air-gapped mirror holds them (cozystack.go).
+	// air-gapped mirror holds them (subject.Options).
 	ImageArchives Repeated
 	// PullPinned is --pull-pinned: pull the images the release pins that
 	// no archive holds, by digest, from their registry or from the
 	// --registry-mirror of it (RegistryMirrors, HOST=MIRROR each).
 	PullPinned      bool
 	RegistryMirrors Repeated
-	subject         *Subject
+	subject         *subject.Subject
 	fs              *flag.FlagSet
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/cloudinit"
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
 	"github.com/cozystack/vlan-conformance/framework/stager"
+	"github.com/cozystack/vlan-conformance/framework/subject"
 )
 
 const (
@@ -296,7 +297,7 @@ func TestControlImagePlugins(t *testing.T) {
 	} {
 		c := &Config{Control: tc.control}
 		if tc.carried != nil {
-			c.subject = &Subject{Image: &cozystack.MultusImage{Plugins: slices.Clone(tc.carried)}}
+			c.subject = &subject.Subject{Image: &cozystack.MultusImage{Plugins: slices.Clone(tc.carried)}}
 		}
 		if got := c.StagerImagePlugins(); !slices.Equal(got, tc.want) || (got == nil) != (tc.want == nil) {
 			t.Errorf("--control=%q, image carrying %v: got %v, want %v", tc.control, tc.carried, got, tc.want)

@@ -6,11 +6,11 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/run"
+	"github.com/cozystack/vlan-conformance/framework/subject"
 	"github.com/cozystack/vlan-conformance/suites/framework"
 	"github.com/cozystack/vlan-conformance/suites/labels"
 	"github.com/cozystack/vlan-conformance/suites/skip"
@@ -50,7 +50,7 @@ func bridgeNameSpecs(r *run.Run) {
 			})
 
 			By("a NAD like the guide's, naming " + wrongBridge)
-			Expect(f.ApplyNADSetting(ctx, "vlan100-elsewhere", config.GuideNADFixture, "bridge", wrongBridge)).To(Succeed())
+			Expect(f.ApplyNADSetting(ctx, "vlan100-elsewhere", subject.GuideNADFixture, "bridge", wrongBridge)).To(Succeed())
 			guest, err := f.StartVM(ctx, platform.VMSpec{Name: "vm-elsewhere", Node: node, Networks: []string{"vlan100-elsewhere"}})
 			Expect(err).NotTo(HaveOccurred(), "the attachment succeeds: nothing reports the bridge name")
 

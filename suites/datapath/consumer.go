@@ -8,10 +8,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/subject"
 	"github.com/cozystack/vlan-conformance/suites/framework"
 	"github.com/cozystack/vlan-conformance/suites/labels"
 	"github.com/cozystack/vlan-conformance/suites/skip"
@@ -52,7 +52,7 @@ func consumerSpecs(f *framework.Framework) {
 				return s.Node == node && slices.Contains(s.Networks, "vlan100-macvlan")
 			})).To(Succeed(), "deleting the VMs booted ahead on a macvlan attachment on %s", node.Name())
 			Expect(f.ApplyNAD(ctx, "vlan100-macvlan", "vlan100-macvlan")).To(Succeed())
-			Expect(f.ApplyNAD(ctx, "vlan100", config.GuideNADFixture)).To(Succeed())
+			Expect(f.ApplyNAD(ctx, "vlan100", subject.GuideNADFixture)).To(Succeed())
 
 			By("a pod holding a macvlan attachment on " + parent)
 			consumer, err := f.StartVM(ctx, platform.VMSpec{Name: "pod-consumer", Node: node, Networks: []string{"vlan100-macvlan"}, Binding: platform.NoBinding})

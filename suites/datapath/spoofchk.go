@@ -8,10 +8,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/run"
+	"github.com/cozystack/vlan-conformance/framework/subject"
 	"github.com/cozystack/vlan-conformance/suites/framework"
 	"github.com/cozystack/vlan-conformance/suites/labels"
 	"github.com/cozystack/vlan-conformance/suites/wire"
@@ -34,7 +34,7 @@ func spoofCheckSpecs(r *run.Run) {
 		f := framework.New(r, "spoofchk")
 		// Its guest boots ahead (framework.Prestart): it needs only its NAD.
 		spoofchkVM := f.Prestart("vm-spoofchk", func(ctx context.Context, p platform.Platform) (platform.VMSpec, error) {
-			err := f.ApplyNADSetting(ctx, "vlan100-spoofchk", config.GuideNADFixture, "macspoofchk", true)
+			err := f.ApplyNADSetting(ctx, "vlan100-spoofchk", subject.GuideNADFixture, "macspoofchk", true)
 			return platform.VMSpec{Node: p.BridgeNodes()[0], Networks: []string{"vlan100-spoofchk"}}, err
 		}, labels.Datapath, labels.Claim("VLAN-12"))
 

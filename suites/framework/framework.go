@@ -67,7 +67,7 @@ func (f *Framework) Note(format string, args ...any) {
 
 // ApplyNAD creates the fixture NAD under name in the tenant's namespace;
 // under a release the guide's step 2 NAD stands for the bridge fixture
-// (config.Subject.NADConfig).
+// (subject.Subject.NADConfig).
 func (f *Framework) ApplyNAD(ctx context.Context, name, fixture string) error {
 	p, err := f.Platform(ctx)
 	if err != nil {

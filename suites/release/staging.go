@@ -23,6 +23,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/run"
 	"github.com/cozystack/vlan-conformance/framework/stager"
+	"github.com/cozystack/vlan-conformance/framework/subject"
 	"github.com/cozystack/vlan-conformance/suites/labels"
 )
 
@@ -46,7 +47,7 @@ func Specs(r *run.Run) {
 
 		BeforeAll(func() {
 			var err error
-			rel, err = subject(r)
+			rel, err = underTest(r)
 			Expect(err).NotTo(HaveOccurred(), "preparing the release under test")
 		})
 
@@ -60,7 +61,7 @@ func Specs(r *run.Run) {
 			}{{true, onSpellings}, {false, offSpellings}} {
 				for _, sp := range want.spellings {
 					s := cozystack.StagingValue(sp)
-					p, m, err := rel.StagingOn(config.DefaultVariant, s, nil)
+					p, m, err := rel.StagingOn(subject.DefaultVariant, s, nil)
 					Expect(err).NotTo(HaveOccurred(), "networking.stageCniPlugins: %s must render", s)
 					note("STG-10", "stageCniPlugins %s (%T): Package %s values %v; DaemonSet init containers %v", s, sp, cozystack.MultusPackage, p.MultusValues, m.InitContainers())
 					Expect(p.MultusValues).To(HaveKeyWithValue("stageCniPlugins", want.on), "networking.stageCniPlugins: %s must resolve to %v", s, want.on)
@@ -90,7 +91,7 @@ func Specs(r *run.Run) {
 		It("[STG-10] stops the platform render and the multus render on a typo, with the chart's own message, and produces no DaemonSet", labels.Claim("STG-10"), func() {
 			for _, typo := range typos {
 				s := cozystack.StagingValue(typo)
-				p, err := rel.RenderPlatform(config.DefaultVariant, s, nil)
+				p, err := rel.RenderPlatform(subject.DefaultVariant, s, nil)
 				note("STG-10", "platform with stageCniPlugins %s: error %v", s, err)
 				Expect(err).To(HaveOccurred(), failures.RenderStops+" stageCniPlugins %s, not resolve it (it gave %v)", s, multusValues(p))
 				Expect(stoppedByTemplate(err, typo)).To(BeTrue(), "the platform render must stop with the chart's own message naming %q, got: %v", typo, err)
@@ -120,10 +121,10 @@ func multusValues(p *cozystack.Platform) any {
 	return p.MultusValues
 }
 
-// subject is the release under test, or, under the control, a copy of it
+// underTest is the release under test, or, under the control, a copy of it
 // with the platform's helper broken; the copy is removed after the
 // container.
-func subject(r *run.Run) (*cozystack.Release, error) {
+func underTest(r *run.Run) (*cozystack.Release, error) {
 	cfg := r.Config()
 	s := cfg.Subject()
 	if s == nil {

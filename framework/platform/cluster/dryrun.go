@@ -5,13 +5,13 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kind"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/plan"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/workload"
+	"github.com/cozystack/vlan-conformance/framework/subject"
 )
 
 // DryRun prints every object and node action the run would apply, in
@@ -46,7 +46,7 @@ func DryRun(w io.Writer, c *Cluster) error {
 		obj    any
 	}{
 		{"the guide's tenant namespace (unless it exists)", kube.RenderNamespace(spec.Namespace)},
-		{"the guide's step 2: the bridge-type NAD in the VM's namespace", kube.RenderNAD(spec.Namespace, platform.NAD{Name: "vlan100", Config: subj.NADConfig(config.GuideNADFixture)})},
+		{"the guide's step 2: the bridge-type NAD in the VM's namespace", kube.RenderNAD(spec.Namespace, platform.NAD{Name: "vlan100", Config: subj.NADConfig(subject.GuideNADFixture)})},
 		{"the guide's step 3: the vm-instance cloud-init Secret", r.Secret},
 		{"the guide's step 3: the VirtualMachine as vm-instance renders it, placed on " + node, r.VM},
 	} {

@@ -21,6 +21,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/plan"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/wait"
+	"github.com/cozystack/vlan-conformance/framework/subject"
 )
 
 // Where the KubeVirt CR lives once applied.
@@ -75,7 +76,7 @@ func Emulation(cl *config.ClusterConfig) (bool, string) {
 // Plan adds the operator, the CR and the wait for it; under a release
 // (subj) the CR is the one its kubevirt chart renders (ReleaseCR), and its
 // instancetypes and preferences are applied before any VM.
-func Plan(p *plan.Plan, cl *config.ClusterConfig, subj *config.Subject, k *kube.Clients, timeout time.Duration) {
+func Plan(p *plan.Plan, cl *config.ClusterConfig, subj *subject.Subject, k *kube.Clients, timeout time.Duration) {
 	m := Manifest(cl)
 	p.Add("apply", "KubeVirt operator "+m.Describe(cl.ManifestsDir), nil, func(ctx context.Context) error {
 		b, err := m.Load(ctx, cl.ManifestsDir)
@@ -114,7 +115,7 @@ func Plan(p *plan.Plan, cl *config.ClusterConfig, subj *config.Subject, k *kube.
 // each change in the ledger: useEmulation where the nodes give no usable
 // KVM, and the namespace of the upstream operator the lane installs
 // (Cozystack's own operator package runs it in the CR's namespace).
-func ReleaseCR(subj *config.Subject, emulation bool, why string) *unstructured.Unstructured {
+func ReleaseCR(subj *subject.Subject, emulation bool, why string) *unstructured.Unstructured {
 	rendered := subj.KubeVirt.CR
 	cr := rendered.DeepCopy()
 	if emulation {

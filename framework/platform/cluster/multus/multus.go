@@ -22,6 +22,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/plan"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/wait"
 	"github.com/cozystack/vlan-conformance/framework/stager"
+	"github.com/cozystack/vlan-conformance/framework/subject"
 )
 
 // Where Multus lives once applied from its release manifest.
@@ -68,7 +69,7 @@ func (m *Multus) Plan(p *plan.Plan, names []string, nodes *node.Set) {
 					Why: "this release does not stage the CNI plugins (" + strings.Join(s.NoStaging, "; ") + "): its nodes must carry them, as node provisioning would, and kind's carry no bridge"})
 			})
 		}
-		action := fmt.Sprintf("Multus from the release's %s as its platform renders it (variant %s, networking.stageCniPlugins unset), image references → %s; the pod network conflist also under the chart's multusMasterCNI name on every node", cozystack.MultusChart, config.DefaultVariant, cl.CNIPluginsImage)
+		action := fmt.Sprintf("Multus from the release's %s as its platform renders it (variant %s, networking.stageCniPlugins unset), image references → %s; the pod network conflist also under the chart's multusMasterCNI name on every node", cozystack.MultusChart, subject.DefaultVariant, cl.CNIPluginsImage)
 		p.Add("apply", action, nil, func(ctx context.Context) error { return m.installRelease(ctx, nodes.PIDs) })
 		p.Wait(RolledOutStage(m.kube, m.timeouts["multus"]))
 		return

@@ -20,6 +20,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
 	"github.com/cozystack/vlan-conformance/framework/stager"
+	"github.com/cozystack/vlan-conformance/framework/subject"
 )
 
 // With --cozystack the cluster runs the release's multus chart as its
@@ -44,7 +45,7 @@ func (m *Multus) releaseObjects(s cozystack.Staging) ([]*unstructured.Unstructur
 			return nil, fmt.Errorf("the control's copy of the release: %w", err)
 		}
 	}
-	_, mu, err := rel.StagingOn(config.DefaultVariant, s, subj.Ledger)
+	_, mu, err := rel.StagingOn(subject.DefaultVariant, s, subj.Ledger)
 	if err != nil {
 		return nil, err
 	}

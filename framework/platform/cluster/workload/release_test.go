@@ -12,11 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/config/configtest"
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
+	"github.com/cozystack/vlan-conformance/framework/subject"
 )
 
 // releaseWorkloads are the workloads of a VM lane whose subject is the
@@ -140,7 +140,7 @@ func TestReleaseVMChangesOnlyWhatIsListed(t *testing.T) {
 	}
 }
 
-func mustApp(t *testing.T, subj *config.Subject, spec platform.VMSpec) cozystack.VMApp {
+func mustApp(t *testing.T, subj *subject.Subject, spec platform.VMSpec) cozystack.VMApp {
 	t.Helper()
 	app, err := subj.Guide.VMAppFor(spec.Name, spec.Namespace, spec.Networks, spec.CloudInit)
 	if err != nil {
@@ -165,7 +165,7 @@ func TestReleaseWithoutAGuideRendersTheSuitesVM(t *testing.T) {
 		t.Error("a VM is rendered with the release's chart, which needs the guide's step 3 values")
 	}
 	if !slices.ContainsFunc(subj.Ledger.Changes(), func(c cozystack.Change) bool {
-		return c.Object == "every VM" && strings.Contains(c.Why, config.NoGuide)
+		return c.Object == "every VM" && strings.Contains(c.Why, subject.NoGuide)
 	}) {
 		t.Errorf("the ledger does not say the VMs are the suite's own: %+v", subj.Ledger.Changes())
 	}

@@ -1,4 +1,4 @@
-package config_test
+package subject_test
 
 import (
 	"os"
@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/cozystack/vlan-conformance/fixtures"
-	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/config/configtest"
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
+	"github.com/cozystack/vlan-conformance/framework/subject"
 )
 
 const root = "../.."
@@ -135,7 +135,7 @@ func TestGuideFlagReplacesTheReleasesGuide(t *testing.T) {
 		if g.Path != page || g.Source != cozystack.FromFlag || g.Title != "The website's page" || !strings.Contains(g.Origin(), page+", given by --guide") {
 			t.Errorf("--guide=%s: the guide read: %s %q %q", arg, g.Path, g.Source, g.Title)
 		}
-		if nad := cfg.Subject().NADConfig(config.GuideNADFixture); !strings.Contains(nad, "0.4.0") {
+		if nad := cfg.Subject().NADConfig(subject.GuideNADFixture); !strings.Contains(nad, "0.4.0") {
 			t.Errorf("--guide=%s: the NAD is not the given guide's: %s", arg, nad)
 		}
 	}
@@ -200,12 +200,12 @@ func TestReleaseWithoutAGuideRuns(t *testing.T) {
 	if s.Guide != nil {
 		t.Fatalf("a guide was read: %+v", s.Guide)
 	}
-	if s.NADConfig(config.GuideNADFixture) != fixtures.NAD(config.GuideNADFixture) || s.VLANNIC() != fixtures.VLANNIC || s.UserData("203.0.113.10/24") != fixtures.CloudInit("203.0.113.10/24") {
+	if s.NADConfig(subject.GuideNADFixture) != fixtures.NAD(subject.GuideNADFixture) || s.VLANNIC() != fixtures.VLANNIC || s.UserData("203.0.113.10/24") != fixtures.CloudInit("203.0.113.10/24") {
 		t.Error("without a guide the specs must apply the suite's own objects")
 	}
 	var rows int
 	for _, c := range s.Ledger.Changes() {
-		if strings.Contains(c.Why, config.NoGuide) && strings.HasPrefix(c.What, "the suite's own fixtures/") {
+		if strings.Contains(c.Why, subject.NoGuide) && strings.HasPrefix(c.What, "the suite's own fixtures/") {
 			rows++
 		}
 	}

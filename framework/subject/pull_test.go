@@ -1,4 +1,4 @@
-package config_test
+package subject_test
 
 import (
 	"os"
