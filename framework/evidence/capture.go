@@ -45,6 +45,10 @@ func (p Point) String() string {
 // (for example a vendor's switch port); specs skip with it.
 var ErrNotObservable = errors.New("not observable on this platform")
 
+// captureDrain is how long a stopped capture keeps reading frames that
+// were already queued.
+const captureDrain = 200 * time.Millisecond
+
 // Capture records every frame crossing one Point until Stop.
 type Capture struct {
 	point   Point
@@ -53,6 +57,7 @@ type Capture struct {
 	mu      sync.Mutex
 	frames  []Frame
 	stopped atomic.Bool
+	stopAt  atomic.Int64 // UnixNano of Stop
 	done    chan struct{}
 }
 
@@ -101,12 +106,15 @@ func (c *Capture) loop() {
 	oob := make([]byte, unix.CmsgSpace(int(unsafeSizeofAuxdata)))
 	for {
 		n, oobn, _, _, err := unix.Recvmsg(c.fd, buf, oob, 0)
-		if err != nil {
-			// The receive timeout lets Stop end the loop once the socket
-			// is drained; the fd is closed here, never under a blocked read.
-			if (errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR)) && !c.stopped.Load() {
-				continue
-			}
+		// The receive timeout lets Stop end the loop once the socket is
+		// drained, and on a busy link (a ping stream every 20 ms never
+		// lets the read time out) once it has drained for captureDrain;
+		// the fd is closed here, never under a blocked read.
+		drained := c.stopped.Load() && time.Since(time.Unix(0, c.stopAt.Load())) > captureDrain
+		if err != nil && (errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR)) && !c.stopped.Load() {
+			continue
+		}
+		if err != nil || drained {
 			unix.Close(c.fd)
 			close(c.done)
 			return
@@ -132,6 +140,7 @@ func (c *Capture) Frames() Frames {
 
 // Stop ends the capture, writes the pcap file if asked, and returns the frames.
 func (c *Capture) Stop() (Frames, error) {
+	c.stopAt.Store(time.Now().UnixNano())
 	c.stopped.Store(true)
 	<-c.done
 	frames := c.Frames()
