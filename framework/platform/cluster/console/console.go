@@ -268,7 +268,7 @@ func (c *Console) Run(ctx context.Context, cmd string, timeout time.Duration) (s
 		return "", -1, err
 	}
 	// Anchor: the echo of this very line. Nothing before it counts.
-	if _, err := c.expect(ctx, regexp.MustCompile(regexp.QuoteMeta(line)+`\n`), timeout); err != nil {
+	if _, err := c.expect(ctx, echoRE(line), timeout); err != nil {
 		return "", -1, fmt.Errorf("%q: no echo of the command: %w", cmd, err)
 	}
 	m, err := c.expect(ctx, regexp.MustCompile(`(?s)^(.*?)`+regexp.QuoteMeta(marker)+`(\d+):\n`), timeout)
@@ -277,6 +277,18 @@ func (c *Console) Run(ctx context.Context, cmd string, timeout time.Duration) (s
 	}
 	code, _ := strconv.Atoi(m[2])
 	return commandOutput(m[1], line), code, nil
+}
+
+// echoRE matches the shell's echo of line, with console messages
+// (consoleMessage) anywhere inside it: the kernel and cloud-init write
+// beside the tty, and in CI one landed inside the echo of `cloud-init
+// status --wait`, which then never matched.
+func echoRE(line string) *regexp.Regexp {
+	var b strings.Builder
+	for _, r := range line {
+		b.WriteString(regexp.QuoteMeta(string(r)) + `(?:` + consoleMessage + `\n)*`)
+	}
+	return regexp.MustCompile(b.String() + `\n`)
 }
 
 // commandOutput is what a command printed: out without the console's own

@@ -309,3 +309,21 @@ func TestEscapeSequencesSplitAcrossReads(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+// A console message can land inside the echo of the command itself (CI:
+// cloud-init's warnings inside `cloud-init status --wait`'s echo): the
+// echo still anchors the command, and its output and status are read.
+func TestAConsoleMessageInsideTheEchoStillAnchors(t *testing.T) {
+	g, c := newFake(t)
+	login(t, c) // its id -u is command 1
+	msg := "[   45.277232] cloud-init[261]: ** (process:263): WARNING **: Permissions for /etc/netplan/50-cloud-init.yaml are too open.\n"
+	g.noEcho = true
+	// The echo, broken by the message, then what the command printed.
+	g.beforeEcho = func(string) string {
+		return `cloud-init status --wa` + msg + `it >/dev/null; echo ":vcf2:$?:"` + "\n:vcf2:0:\n"
+	}
+	out, code, err := c.Run(context.Background(), "cloud-init status --wait >/dev/null", 5*time.Second)
+	if err != nil || code != 0 || out != "" {
+		t.Fatalf("got %q, exit %d, %v: want no output, exit 0", out, code, err)
+	}
+}
