@@ -263,7 +263,8 @@ func PID(ctx context.Context, runtime, container string) (int, error) {
 // one after another they took 125 s of a VM lane's set-up. A node that
 // holds every image of the archive already, by tag and ID, is left alone
 // (a cluster reused from make kind-up: 56 s of each run on it); loaded
-// reports whether any node needed it.
+// reports whether any node needed it. Every node gets the images' digest
+// references too (digestRefs).
 func (c *Cluster) LoadArchive(path string) (loaded bool, err error) {
 	ns, err := c.Nodes()
 	if err != nil {
@@ -280,25 +281,31 @@ func (c *Cluster) LoadArchive(path string) (loaded bool, err error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if holds(n.node, images) {
-				return
+			if !holds(n.node, images) {
+				mu.Lock()
+				loaded = true
+				mu.Unlock()
+				if errs[i] = load(n, path); errs[i] != nil {
+					return
+				}
 			}
-			mu.Lock()
-			loaded = true
-			mu.Unlock()
-			f, err := os.Open(path)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			defer f.Close()
-			if err := nodeutils.LoadImageArchive(n.node, f); err != nil {
-				errs[i] = fmt.Errorf("kind load %s into %s: %w", path, n.Name, err)
-			}
+			errs[i] = digestRefs(n.node, images)
 		}()
 	}
 	wg.Wait()
 	return loaded, errors.Join(errs...)
+}
+
+func load(n Node, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := nodeutils.LoadImageArchive(n.node, f); err != nil {
+		return fmt.Errorf("kind load %s into %s: %w", path, n.Name, err)
+	}
+	return nil
 }
 
 // ServiceSubnet is the cluster's Service range, as kind defaults it when
