@@ -129,14 +129,7 @@ func TestSelftestRunsNoSTGControlOfAReleaseWithoutStaging(t *testing.T) {
 // every claim resting on the guide's words has no verdict, the report's
 // first lines say so and name them, and the others keep their specs'.
 func TestReleaseWithoutAGuideJudgesNoClaimOfIt(t *testing.T) {
-	rel := configtest.Release(t, root)
-	if err := os.Remove(rel.Path(cozystack.GuidePath)); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := configtest.Lab(t, root, "--cozystack="+rel.Dir)
-	if err != nil {
-		t.Fatalf("a release without a guide is bad input: %v", err)
-	}
+	cfg := configtest.LabWithoutGuide(t, root)
 	vs := releaseVerdicts(cfg, ran())
 	var unjudged []string
 	for _, v := range vs {

@@ -188,14 +188,7 @@ func TestBadGuideIsBadInput(t *testing.T) {
 // guide is nil, never the seed's text; the specs apply the suite's own
 // objects, and the ledger says so.
 func TestReleaseWithoutAGuideRuns(t *testing.T) {
-	rel := configtest.Release(t, root)
-	if err := os.Remove(rel.Path(cozystack.GuidePath)); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := configtest.Lab(t, root, "--cozystack="+rel.Dir)
-	if err != nil {
-		t.Fatalf("a release without a guide is bad input: %v", err)
-	}
+	cfg := configtest.LabWithoutGuide(t, root)
 	s := cfg.Subject()
 	if s.Guide != nil {
 		t.Fatalf("a guide was read: %+v", s.Guide)

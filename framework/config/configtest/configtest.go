@@ -81,6 +81,22 @@ func ReleaseWithoutStaging(t *testing.T, root string) *cozystack.Release {
 	return c
 }
 
+// LabWithoutGuide is a lab-tier config of a copy of the subset whose
+// guide is removed, as a release that ships none: valid input, a test
+// fails if it is refused.
+func LabWithoutGuide(t *testing.T, root string) *config.Config {
+	t.Helper()
+	rel := Release(t, root)
+	if err := os.Remove(rel.Path(cozystack.GuidePath)); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Lab(t, root, "--cozystack="+rel.Dir)
+	if err != nil {
+		t.Fatalf("a release without a guide is bad input: %v", err)
+	}
+	return cfg
+}
+
 // PinnedArchive is an OCI layout of a one-file image in a temporary
 // directory, and the copy rel re-pinned to it: the release as it would
 // ship that image.
