@@ -58,6 +58,19 @@ func ControlPool(subnet netip.Prefix) (first, last netip.Addr) {
 	return first, last
 }
 
+// HostLocalIPAM is the ipam of a NAD that assigns addresses, from the
+// control pool of subnet (no guest holds one of them), as VLAN-06's
+// control hands it to the bridge plugin; leaseDir, when set, is where
+// host-local keeps its leases instead of its default.
+func HostLocalIPAM(subnet netip.Prefix, leaseDir string) map[string]any {
+	first, last := ControlPool(subnet)
+	ipam := map[string]any{"type": "host-local", "subnet": subnet.String(), "rangeStart": first.String(), "rangeEnd": last.String()}
+	if leaseDir != "" {
+		ipam["dataDir"] = leaseDir
+	}
+	return ipam
+}
+
 // Pool hands out guest addresses on one subnet.
 type Pool struct {
 	subnet   netip.Prefix

@@ -102,6 +102,7 @@ var All = []Claim{
 	{ID: "ARP-05", Sentence: "A pinned MAC survives re-creation, with no outage."},
 	{ID: "ARP-06", Sentence: "Two guests with one MAC on one VLAN are a detectable collision."},
 	{ID: "ARP-07", Sentence: "A restart keeps the VirtualMachine but not the MAC: stop and start, the restart subresource and a VMI deleted under its VM each give an unpinned VLAN NIC a fresh MAC (KubeVirt v1.8.4), and the gateway holds the old one until its entry ages out, as after a re-creation. The guide understates this: it names re-creation only.", Tier: "cluster"},
+	{ID: "ARP-08", Sentence: "A node drain live-migrates a VM (Cozystack's KubeVirt CR: evictionStrategy: LiveMigrate) and the VLAN follows it: the guest keeps its MAC and address, the gateway reaches it again within seconds of the migration's end with its entry unchanged, and the target node's br100 learns the MAC behind the new launcher's port while the source's drops the old one.", Tier: "cluster"},
 }
 
 var (

@@ -40,10 +40,14 @@ type Control struct {
 	OnVMs bool
 	// NAD is the config the CNI plugin gets instead of conf, for every NAD
 	// the run applies: what a renderer that drops or rewrites a key hands
-	// it. Nil: the NADs are the guide's (VLAN-06's host-local IPAM is the
-	// lab's own: its leases live in the lab's directory, its pool comes
-	// from the address plan).
+	// it. Nil: the NADs are the guide's.
 	NAD func(conf string) string
+	// HostLocalIPAM: every bridge NAD the run applies carries host-local
+	// IPAM over the address plan's control pool instead of ipam: {}, as a
+	// renderer that fills it in would (addresses.HostLocalIPAM; the lab
+	// keeps its leases in its own directory, a kind node in host-local's
+	// default).
+	HostLocalIPAM bool
 	// UserData is the cloud-init userData a guest gets instead of the
 	// guide's, given the gateway's address: what a template that adds a
 	// key hands the guest. The lab's guests apply its netplan, a VM's
@@ -59,6 +63,10 @@ type Control struct {
 	// it really runs: a slower gateway than the profile says. Nil: what
 	// it declares.
 	GatewayTimers func(declared map[string]string) map[string]string
+	// EvictionStrategy is the KubeVirt CR's
+	// spec.configuration.evictionStrategy under the control, whatever the
+	// release's CR says: what a drain does to a VM. "": the CR's own.
+	EvictionStrategy string
 	// GuestUp is what happens on the VLAN as a guest's address comes up:
 	// Quiet (the zero value) is the guide's.
 	GuestUp GuestUp
@@ -110,6 +118,7 @@ const (
 	CtlStagingKeptOn    = "STG-09/staging-kept-on"
 	CtlStagerFailsPod   = "STG-11/stager-fails-its-container"
 	CtlARPMACPerVM      = "ARP-07/mac-kept-per-vm-object" // VMs only (OnVMs)
+	CtlARPDrainEvicts   = "ARP-08/drain-evicts"           // VMs only (OnVMs)
 
 	// The release under test (--cozystack), edited in a copy the control makes.
 	CtlReleaseTypoResolvesFalse = "STG-10/helper-resolves-typo-to-false"
@@ -158,6 +167,7 @@ var controls = []Control{
 	{ID: CtlARPPinIgnored, Claim: "ARP-05", Description: "the pinned MAC (VMSpec.MAC) is not passed to the attachment: a fresh one every time", Expect: failures.PinnedMACSurvives},
 	{ID: CtlARPUniqueMACs, Claim: "ARP-06", Description: "a pinned MAC already held by a running VM is replaced by a fresh one, as KubeMacPool would", Expect: failures.CollisionFlaps},
 	{ID: CtlARPMACPerVM, Claim: "ARP-07", Tier: "cluster", OnVMs: true, Description: "every unpinned VM gets a MAC derived from its namespace and name, as a MAC pool keeping one per VirtualMachine would: restarts keep it", UnpinnedMAC: nameMAC, Expect: failures.RestartFreshMAC},
+	{ID: CtlARPDrainEvicts, Claim: "ARP-08", Tier: "cluster", OnVMs: true, Description: "KubeVirt runs evictionStrategy: None, as a release whose KubeVirt CR drops LiveMigrate would: a drain evicts the launcher pod and the VM with it", EvictionStrategy: "None", Expect: failures.DrainMigrates},
 
 	// Staging (CLAIMS.md STG-): mutants of the reference subject in
 	// fixtures/stager/mutants, each breaking one promise of the guide's
@@ -197,7 +207,7 @@ var controls = []Control{
 	{ID: CtlServiceOnShim, Claim: "VLAN-04", Description: "the node's address, and its TCP service, sit on a macvlan sibling (mode bridge) of the pod's child: the child connects", Expect: failures.NoConnectionToParent},
 	{ID: CtlAddrOnSubinterface, Claim: "VLAN-05", Description: "the node's address sits on the enslaved uplink.100 instead of br100", Expect: failures.ReachesGuest},
 	{ID: CtlServiceOnSub, Claim: "VLAN-05", Description: "the node's address, and its TCP service, sit on the enslaved uplink.100 instead of br100", Expect: failures.ConnectsToService},
-	{ID: CtlHostLocalIPAM, Claim: "VLAN-06", Description: "the NAD carries host-local IPAM instead of ipam: {}", Expect: failures.CarriesNoIP},
+	{ID: CtlHostLocalIPAM, Claim: "VLAN-06", Description: "the NAD carries host-local IPAM instead of ipam: {}", OnVMs: true, HostLocalIPAM: true, Expect: failures.CarriesNoIP},
 	{ID: CtlDefaultRouteOnVLAN, Claim: "VLAN-07", Description: "cloud-init also puts a default route on the VLAN NIC", OnVMs: true, UserData: cloudinit.AddDefaultRoute, Expect: failures.DefaultRouteOnPodNIC},
 	{ID: CtlBothVLANsOneBridge, Claim: "VLAN-08", Description: "br100 enslaves both uplink.100 and uplink.200", Expect: failures.GoesUnanswered},
 	{ID: CtlProbeCannotLeave, Claim: "VLAN-08", Description: "the guest's ARP probe never leaves it (its VLAN NIC is down while it runs): silence proves nothing", Expect: failures.SeenLeaving},
@@ -358,6 +368,22 @@ func (c *Config) ControlGatewayTimers(declared map[string]string) map[string]str
 		return ctl.GatewayTimers(declared)
 	}
 	return declared
+}
+
+// ControlHostLocalIPAM tells whether the run's control puts host-local
+// IPAM into the bridge NADs (Control.HostLocalIPAM).
+func (c *Config) ControlHostLocalIPAM() bool {
+	ctl, ok := controlByID(c.Control)
+	return ok && ctl.HostLocalIPAM
+}
+
+// ControlEvictionStrategy is the KubeVirt CR's evictionStrategy under the
+// run's control (Control.EvictionStrategy): "" keeps the CR's.
+func (c *Config) ControlEvictionStrategy() string {
+	if ctl, ok := controlByID(c.Control); ok {
+		return ctl.EvictionStrategy
+	}
+	return ""
 }
 
 // ControlGuestUp is what happens as a guest's address comes up under the

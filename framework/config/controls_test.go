@@ -410,6 +410,21 @@ func TestControlGuestUp(t *testing.T) {
 	}
 }
 
+// Only ARP-08's control changes what a drain does, and only on a cluster
+// of VMs: the strategy is KubeVirt's.
+func TestControlEvictionStrategy(t *testing.T) {
+	for control, want := range map[string]string{"": "", CtlARPDrainEvicts: "None", CtlARPMACPerVM: ""} {
+		if got := (&Config{Control: control}).ControlEvictionStrategy(); got != want {
+			t.Errorf("--control=%q: evictionStrategy %q, want %q", control, got, want)
+		}
+	}
+	for _, c := range controls {
+		if c.EvictionStrategy != "" && (c.ID != CtlARPDrainEvicts || !c.OnVMs || c.TierName() != "cluster") {
+			t.Errorf("%s changes the eviction strategy: only %s may, on a cluster of VMs", c.ID, CtlARPDrainEvicts)
+		}
+	}
+}
+
 // A control that gives unpinned VMs a MAC says how in its value too, for
 // the lab and the cluster alike: one MAC per namespace and name, a
 // locally administered unicast one; a pinned MAC wins, and without such a

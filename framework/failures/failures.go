@@ -19,6 +19,7 @@ const (
 	PinnedMACSurvives       = "the pinned MAC must survive re-creation"           // ARP-05
 	CollisionFlaps          = "a MAC collision must show as"                      // ARP-06
 	RestartFreshMAC         = "a restart gives the unpinned VLAN NIC a fresh MAC" // ARP-07
+	DrainMigrates           = "a drain must live-migrate the VM"                  // ARP-08
 )
 
 // Staging the reference CNI plugins (CLAIMS.md STG-).

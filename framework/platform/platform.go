@@ -169,6 +169,9 @@ type VMSpec struct {
 	Networks  []string // NAD names, as in vm-instance's networks: [{name: ...}]
 	CloudInit string   // userData
 	MAC       string   // pinned MAC of the VLAN NIC ("" = generated)
+	// AlsoOn are more nodes the VM may run on: placed on Node if it can
+	// be, free to live-migrate to these (ARP-08). None: pinned to Node.
+	AlsoOn []Node
 	// Binding is how the attachment meets the workload: "" is KubeVirt's
 	// bridge binding (a VM); NoBinding makes the attachment's interface the
 	// workload's own NIC, as in a plain pod (VLAN-04's macvlan child).
@@ -247,6 +250,33 @@ type KubeVMs interface {
 	// fails leaves the VM the spec's to delete, with the guest it passed.
 	// evidence.ErrNotObservable for a pod workload.
 	RestartVM(ctx context.Context, g Guest, how Restart) (Guest, error)
+	// DrainVM evicts the VM's launcher pod as `kubectl drain` does (the
+	// Eviction API) and follows what KubeVirt makes of it: under
+	// evictionStrategy LiveMigrate its webhook refuses the eviction and
+	// migrates the VM, and DrainVM waits for that migration to end and
+	// returns the guest on its new node, its console dialled again. An
+	// eviction KubeVirt lets through (the launcher pod goes, and the VM
+	// with it) is a Drain with Evicted set and no guest, not an error; a
+	// migration that fails is an error quoting KubeVirt's reason, with
+	// what it reported. evidence.ErrNotObservable for a pod workload.
+	DrainVM(ctx context.Context, g Guest) (Guest, Drain, error)
+}
+
+// Drain is what KubeVirt made of the eviction of a VM's launcher pod.
+type Drain struct {
+	Pod string // the launcher pod evicted (namespace/name)
+	// Evicted: the eviction went through; no migration followed.
+	Evicted bool
+	// Refusal is the API server's answer to the eviction, KubeVirt's
+	// webhook's words when it migrates the VM instead.
+	Refusal                string
+	Migration              string // the VirtualMachineInstanceMigration KubeVirt created
+	Phase                  string // its last phase
+	SourceNode, TargetNode string
+	// Start and End are the VMI's migrationState: the migration itself
+	// (second resolution); Done when the suite saw it succeed.
+	Start, End, Done time.Time
+	Reason           string // why it failed
 }
 
 // Restart is a way to get a VM a new instance without re-creating its

@@ -3,7 +3,8 @@
 // and Gateway interfaces: a re-created guest is a real VM deleted and
 // created again in a cluster, a launcher pod and guest namespace torn down
 // and rebuilt (fresh CNI ADD) in the lab. ARP-07 asks the same of a VM
-// restarted, its VirtualMachine kept (restart.go): a cluster's only.
+// restarted, its VirtualMachine kept (restart.go), and ARP-08 of a VM a
+// node drain migrates live (drain.go): a cluster's only.
 //
 //	 vcf-gw: the upstream gateway               vcf-node-a (vcf-node-b the same)
 //	+-------------------------------+  trunk  +-------------------------------------+
@@ -17,7 +18,7 @@
 // spec leans on what another left in the gateway's entry; ARP-03 times the
 // recovery from the outage ARP-02 just saw, when it did (the same event,
 // another side), and ARP-01 observes the last re-creation from the sides
-// the others do not; ARP-05, ARP-06 and ARP-07 have guests of their own
+// the others do not; ARP-05..08 have guests of their own
 // (vm.go: guests). The gateway's neighbour timers are part of the fixture: the lab
 // sets the declared profile, the specs read it back, report it and derive
 // their bound from what is declared.
@@ -432,6 +433,7 @@ func Specs(r *run.Run) {
 		})
 
 		restartSpec(f, booted, &p, &gw)
+		drainSpec(f, booted, &p, &gw)
 	})
 }
 

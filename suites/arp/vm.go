@@ -46,7 +46,8 @@ type vm struct {
 // boot is two minutes saved per spec.
 // ARP-05 pins a MAC, and ARP-06's two share one, so they have their own;
 // ARP-07 restarts its own, so that vm-arp's chain of re-creations is no
-// longer for it, and it boots ahead beside them.
+// longer for it, and it boots ahead beside them; ARP-08's may run on any
+// bridge node (free), so that a drain can move it to another.
 // The VMs alternate between the bridge nodes, so that those started
 // together fit (each asks for the 4 GiB of vm-instance's default
 // instancetype); ARP-06's two stand on different nodes, so that their
@@ -56,12 +57,14 @@ var guests = []struct {
 	name, mac string
 	node      int  // index into the bridge nodes, modulo their count
 	kube      bool // its spec needs a VirtualMachine object (platform.KubeVMs) and skips elsewhere
+	free      bool // the VM may run on any bridge node (VMSpec.AlsoOn), node preferred
 }{
-	{[]string{"ARP-01", "ARP-02", "ARP-03", "ARP-04"}, "vm-arp", "", 0, false},
-	{[]string{"ARP-05"}, "vm-arp05", pinnedMAC, 1, false},
-	{[]string{"ARP-06"}, "vm-arp06a", sharedMAC, 0, false},
-	{[]string{"ARP-06"}, "vm-arp06b", sharedMAC, 1, false},
-	{[]string{"ARP-07"}, "vm-arp07", "", 0, true},
+	{[]string{"ARP-01", "ARP-02", "ARP-03", "ARP-04"}, "vm-arp", "", 0, false, false},
+	{[]string{"ARP-05"}, "vm-arp05", pinnedMAC, 1, false, false},
+	{[]string{"ARP-06"}, "vm-arp06a", sharedMAC, 0, false, false},
+	{[]string{"ARP-06"}, "vm-arp06b", sharedMAC, 1, false, false},
+	{[]string{"ARP-07"}, "vm-arp07", "", 0, true, false},
+	{[]string{"ARP-08"}, "vm-arp08", "", 1, true, true},
 }
 
 // fleet is the container's VMs: every guest booting ahead from the
@@ -99,7 +102,11 @@ func prestartFleet(f *framework.Framework) *fleet {
 				return platform.VMSpec{}, errors.New("no bridge node on this platform")
 			}
 			err := f.ApplyNAD(ctx, nad, "vlan100-bridge")
-			return platform.VMSpec{Node: nodes[g.node%len(nodes)], Networks: []string{nad}, MAC: g.mac}, err
+			spec := platform.VMSpec{Node: nodes[g.node%len(nodes)], Networks: []string{nad}, MAC: g.mac}
+			if g.free {
+				spec.AlsoOn = slices.DeleteFunc(slices.Clone(nodes), func(n platform.Node) bool { return n == spec.Node })
+			}
+			return spec, err
 		}, func() bool { return selects(g.claims) })
 	}
 	return fl

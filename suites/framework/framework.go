@@ -265,6 +265,25 @@ func (v *VM) Restart(ctx context.Context, how platform.Restart) error {
 	return nil
 }
 
+// Drain evicts the VM's launcher pod as a node drain does
+// (platform.KubeVMs) and returns what KubeVirt made of it; after a
+// migration the VM is the guest on its new node. An eviction that went
+// through leaves the VM the spec's to delete.
+func (v *VM) Drain(ctx context.Context) (platform.Drain, error) {
+	k, ok := platform.As[platform.KubeVMs](v.p)
+	if !ok {
+		return platform.Drain{}, fmt.Errorf("draining %s: %w (%s has no VirtualMachine objects)", v.Name(), evidence.ErrNotObservable, v.p.Name())
+	}
+	g, d, err := k.DrainVM(ctx, v.Guest)
+	if err != nil {
+		return d, fmt.Errorf("draining %s: %w", v.Name(), err)
+	}
+	if g != nil {
+		v.Guest = g
+	}
+	return d, nil
+}
+
 // Recreate deletes the VM and creates it again from the same spec, as a
 // user deleting and re-applying the VM object does.
 func (v *VM) Recreate(ctx context.Context) error {

@@ -63,14 +63,6 @@ func subjectFor(cfg *config.Config) subject {
 		s.mtu = 9000
 	case config.CtlNodeHasBridge:
 		s.keepPlugins = true
-	case config.CtlHostLocalIPAM:
-		// The pool the allocator keeps for controls: no guest holds one of its addresses.
-		first, last := addresses.ControlPool(netip.MustParsePrefix(cfg.Subnet))
-		ipam := map[string]any{
-			"type": "host-local", "subnet": cfg.Subnet, "rangeStart": first.String(), "rangeEnd": last.String(),
-			"dataDir": hostLocalDataDir,
-		}
-		s.nadConfig = config.SetNADKey("bridge", "ipam", ipam)
 	case config.CtlARPSilentGuest:
 		s.silentGuest = true
 	case config.CtlARPPinIgnored:
@@ -82,6 +74,9 @@ func subjectFor(cfg *config.Config) subject {
 			}
 			return spec.MAC
 		}
+	}
+	if cfg.ControlHostLocalIPAM() {
+		s.nadConfig = config.SetNADKey("bridge", "ipam", addresses.HostLocalIPAM(netip.MustParsePrefix(cfg.Subnet), hostLocalDataDir))
 	}
 	return s
 }

@@ -38,14 +38,22 @@ func Manifest(cl *config.ClusterConfig) kube.Manifest {
 
 // CR is the KubeVirt custom resource the suite applies: software
 // emulation when KVM is not usable, images never pulled when present (the
-// offline lane preloads them).
-func CR(emulation bool) *kubevirtv1.KubeVirt {
+// offline lane preloads them), a drain live-migrating VMs as Cozystack's
+// CR has it (evict, when set, is the strategy instead).
+func CR(emulation bool, evict string) *kubevirtv1.KubeVirt {
+	strategy := kubevirtv1.EvictionStrategyLiveMigrate
+	if evict != "" {
+		strategy = kubevirtv1.EvictionStrategy(evict)
+	}
 	return &kubevirtv1.KubeVirt{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "kubevirt.io/v1", Kind: "KubeVirt"},
 		ObjectMeta: metav1.ObjectMeta{Name: Name, Namespace: Namespace, Labels: kube.Owned()},
 		Spec: kubevirtv1.KubeVirtSpec{
 			ImagePullPolicy: corev1.PullIfNotPresent,
-			Configuration:   kubevirtv1.KubeVirtConfiguration{DeveloperConfiguration: &kubevirtv1.DeveloperConfiguration{UseEmulation: emulation}},
+			Configuration: kubevirtv1.KubeVirtConfiguration{
+				DeveloperConfiguration: &kubevirtv1.DeveloperConfiguration{UseEmulation: emulation},
+				EvictionStrategy:       &strategy,
+			},
 		},
 	}
 }
@@ -75,8 +83,10 @@ func Emulation(cl *config.ClusterConfig) (bool, string) {
 
 // Plan adds the operator, the CR and the wait for it; under a release
 // (subj) the CR is the one its kubevirt chart renders (ReleaseCR), and its
-// instancetypes and preferences are applied before any VM.
-func Plan(p *plan.Plan, cl *config.ClusterConfig, subj *subject.Subject, k *kube.Clients, timeout time.Duration) {
+// instancetypes and preferences are applied before any VM. evict, when
+// set, is the evictionStrategy the run's control puts in the CR
+// (config.Control.EvictionStrategy).
+func Plan(p *plan.Plan, cl *config.ClusterConfig, subj *subject.Subject, k *kube.Clients, timeout time.Duration, evict string) {
 	m := Manifest(cl)
 	p.Add("apply", "KubeVirt operator "+m.Describe(cl.ManifestsDir), nil, func(ctx context.Context) error {
 		b, err := m.Load(ctx, cl.ManifestsDir)
@@ -91,13 +101,13 @@ func Plan(p *plan.Plan, cl *config.ClusterConfig, subj *subject.Subject, k *kube
 	})
 	emulation, why := Emulation(cl)
 	if subj != nil && subj.KubeVirt != nil {
-		cr := ReleaseCR(subj, emulation, why)
+		cr := ReleaseCR(subj, emulation, why, evict)
 		p.Add("apply", fmt.Sprintf("the KubeVirt CR chart %s renders (useEmulation: %v: %s; namespace %s)", cozystack.KubeVirtChart, emulation, why, Namespace), cr.Object, func(ctx context.Context) error {
 			return k.Apply.Apply(ctx, []*unstructured.Unstructured{cr})
 		})
 	} else {
-		cr := CR(emulation)
-		p.Add("apply", "the KubeVirt CR (useEmulation: "+fmt.Sprint(emulation)+": "+why+")", cr, func(ctx context.Context) error {
+		cr := CR(emulation, evict)
+		p.Add("apply", "the KubeVirt CR (useEmulation: "+fmt.Sprint(emulation)+": "+why+"; evictionStrategy: "+string(*cr.Spec.Configuration.EvictionStrategy)+")", cr, func(ctx context.Context) error {
 			return k.Apply.ApplyTyped(ctx, cr)
 		})
 	}
@@ -114,8 +124,9 @@ func Plan(p *plan.Plan, cl *config.ClusterConfig, subj *subject.Subject, k *kube
 // ReleaseCR is the release's KubeVirt CR with what the lane must change,
 // each change in the ledger: useEmulation where the nodes give no usable
 // KVM, and the namespace of the upstream operator the lane installs
-// (Cozystack's own operator package runs it in the CR's namespace).
-func ReleaseCR(subj *subject.Subject, emulation bool, why string) *unstructured.Unstructured {
+// (Cozystack's own operator package runs it in the CR's namespace); and
+// evict, when set, as the evictionStrategy (a control's).
+func ReleaseCR(subj *subject.Subject, emulation bool, why, evict string) *unstructured.Unstructured {
 	rendered := subj.KubeVirt.CR
 	cr := rendered.DeepCopy()
 	if emulation {
@@ -127,6 +138,11 @@ func ReleaseCR(subj *subject.Subject, emulation bool, why string) *unstructured.
 	if cr.GetNamespace() != Namespace {
 		subj.Ledger.Add(cozystack.Change{Kind: "patch", Object: obj, What: "metadata.namespace: " + cr.GetNamespace() + " → " + Namespace, Why: "the lane installs KubeVirt's upstream operator manifest, which runs in " + Namespace + "; virt-operator serves the CR of its own namespace only"})
 		cr.SetNamespace(Namespace)
+	}
+	if evict != "" {
+		was, _, _ := unstructured.NestedString(cr.Object, "spec", "configuration", "evictionStrategy")
+		_ = unstructured.SetNestedField(cr.Object, evict, "spec", "configuration", "evictionStrategy")
+		subj.Ledger.Add(cozystack.Change{Kind: "patch", Object: obj, What: "spec.configuration.evictionStrategy: " + was + " → " + evict, Why: "the run's negative control breaks what a drain does to a VM"})
 	}
 	subj.Ledger.Add(cozystack.Change{Kind: "patch", Object: obj, What: "rendered → applied, in full", Why: "the rows above and nothing else", Diff: cmp.Diff(rendered.Object, cr.Object)})
 	return cr

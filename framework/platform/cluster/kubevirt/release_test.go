@@ -17,7 +17,7 @@ func TestReleaseCR(t *testing.T) {
 	cfg := configtest.ClusterRelease(t, "../../../..")
 	subj := cfg.Subject()
 	for _, emulation := range []bool{true, false} {
-		cr := ReleaseCR(subj, emulation, "test")
+		cr := ReleaseCR(subj, emulation, "test", "")
 		if cr.GetNamespace() != Namespace || cr.GetName() != subj.KubeVirt.CR.GetName() {
 			t.Errorf("applied as %s/%s", cr.GetNamespace(), cr.GetName())
 		}
@@ -40,6 +40,30 @@ func TestReleaseCR(t *testing.T) {
 	for _, want := range []string{"useEmulation: true", "useEmulation left unset", "metadata.namespace: cozy-kubevirt → kubevirt", "rendered → applied, in full"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("no ledger row with %q:\n%s", want, all)
+		}
+	}
+}
+
+// A control's evictionStrategy replaces the release's, in the ledger; the
+// suite's own CR drains by live migration as Cozystack's does, unless a
+// control says otherwise.
+func TestEvictionStrategyUnderAControl(t *testing.T) {
+	cfg := configtest.ClusterRelease(t, "../../../..")
+	subj := cfg.Subject()
+	cr := ReleaseCR(subj, true, "test", "None")
+	if got, _, _ := unstructured.NestedString(cr.Object, "spec", "configuration", "evictionStrategy"); got != "None" {
+		t.Errorf("evictionStrategy %q, want None", got)
+	}
+	var rows []string
+	for _, c := range subj.Ledger.Changes() {
+		rows = append(rows, c.What)
+	}
+	if all := strings.Join(rows, "\n"); !strings.Contains(all, "evictionStrategy: LiveMigrate → None") {
+		t.Errorf("no ledger row for the control's evictionStrategy:\n%s", all)
+	}
+	for evict, want := range map[string]string{"": "LiveMigrate", "None": "None"} {
+		if got := string(*CR(true, evict).Spec.Configuration.EvictionStrategy); got != want {
+			t.Errorf("own CR under %q: evictionStrategy %s, want %s", evict, got, want)
 		}
 	}
 }

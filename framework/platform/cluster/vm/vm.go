@@ -207,6 +207,20 @@ func WithNodeSelector(sel map[string]string) Option {
 	return func(vm *kubevirtv1.VirtualMachine) { tmpl(vm).NodeSelector = sel }
 }
 
+// WithNodeAffinity lets the instance run on any of nodes (by hostname),
+// preferring the first: a placement a live migration can leave.
+func WithNodeAffinity(nodes []string) Option {
+	return func(vm *kubevirtv1.VirtualMachine) {
+		term := func(names ...string) corev1.NodeSelectorTerm {
+			return corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: names}}}
+		}
+		tmpl(vm).Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution:  &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{term(nodes...)}},
+			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{Weight: 100, Preference: term(nodes[0])}},
+		}}
+	}
+}
+
 // WithoutDisk removes a disk and the volume of the same name.
 func WithoutDisk(name string) Option {
 	return func(vm *kubevirtv1.VirtualMachine) {

@@ -147,9 +147,13 @@ func (w *Workloads) patchVM(o *unstructured.Unstructured, spec platform.VMSpec, 
 		}
 	}
 	opts = append(opts, bootFrom(w.img))
-	if nodeName != "" {
-		opts = append(opts, vm.WithNodeSelector(map[string]string{"kubernetes.io/hostname": nodeName}))
-		l.Add(cozystack.Change{Kind: "patch", Object: obj, What: "spec.template.spec.nodeSelector kubernetes.io/hostname: <the spec's node>", Why: "a spec observes the links of the node it placed the VM on"})
+	if o := placement(spec, nodeName); o != nil {
+		opts = append(opts, o)
+		if len(spec.AlsoOn) == 0 {
+			l.Add(cozystack.Change{Kind: "patch", Object: obj, What: "spec.template.spec.nodeSelector kubernetes.io/hostname: <the spec's node>", Why: "a spec observes the links of the node it placed the VM on"})
+		} else {
+			l.Add(cozystack.Change{Kind: "patch", Object: obj, What: "spec.template.spec.affinity: required hostname in <the spec's nodes>, the first preferred", Why: "a spec that drains the VM's node (ARP-08) places it on one bridge node and leaves it free to move to another"})
+		}
 	}
 	if mac := w.cfg.ControlMAC(spec.Namespace, spec.Name, spec.MAC); mac != "" && len(spec.Networks) > 0 {
 		opts = append(opts, vm.WithInterfaceMAC(spec.Networks[0], mac))

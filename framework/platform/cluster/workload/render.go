@@ -69,8 +69,8 @@ func RenderVM(spec platform.VMSpec, img GuestImage, nodeName string) Rendered {
 	for _, n := range spec.Networks {
 		opts = append(opts, vm.WithMultusNetwork(n, spec.Namespace+"/"+n))
 	}
-	if nodeName != "" {
-		opts = append(opts, vm.WithNodeSelector(map[string]string{"kubernetes.io/hostname": nodeName}))
+	if o := placement(spec, nodeName); o != nil {
+		opts = append(opts, o)
 	}
 	return Rendered{
 		Secret: vm.CloudInitSecret(CloudInitSecretName(spec.Name), spec.Namespace, cloudinit.WithConsolePassword(spec.CloudInit, img.Password), vm.Labeled(labels)),
@@ -94,4 +94,20 @@ func stableUUID(namespace, name string) string {
 	sum := sha256.Sum256([]byte(namespace + "-" + name + "-"))
 	h := hex.EncodeToString(sum[:])
 	return fmt.Sprintf("%s-%s-4%s-9%s-%s", h[0:8], h[8:12], h[13:16], h[17:20], h[20:32])
+}
+
+// placement pins the VM to its node, or, with spec.AlsoOn, lets it run on
+// any of them, its node first (nil: no node given).
+func placement(spec platform.VMSpec, nodeName string) vm.Option {
+	if nodeName == "" {
+		return nil
+	}
+	if len(spec.AlsoOn) == 0 {
+		return vm.WithNodeSelector(map[string]string{"kubernetes.io/hostname": nodeName})
+	}
+	nodes := []string{nodeName}
+	for _, n := range spec.AlsoOn {
+		nodes = append(nodes, n.Name())
+	}
+	return vm.WithNodeAffinity(nodes)
 }

@@ -104,20 +104,8 @@ func (w *Workloads) attach(ctx context.Context, spec platform.VMSpec, boot *time
 	if err := w.readStatus(ctx, g); err != nil {
 		return nil, err
 	}
-	line, err := console.Dial(ctx, w.kube.Rest, spec.Namespace, name)
-	if err != nil {
+	if err := w.login(ctx, g); err != nil {
 		return nil, err
-	}
-	g.serialLog = w.serialLog(spec.Namespace, name)
-	os.MkdirAll(filepath.Dir(g.serialLog), 0o755)
-	logf, err := os.OpenFile(g.serialLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		line.Close()
-		return nil, err
-	}
-	g.con = console.New(line, logf)
-	if err := g.con.Login(ctx, w.img.User, w.img.Password, w.timeouts["vmi"]); err != nil {
-		return nil, fmt.Errorf("guest %s: %w (serial log %s)", spec.Name, err, g.serialLog)
 	}
 	boot.Login = time.Now()
 	w.timeline.Mark(timeline.Login)
@@ -144,6 +132,28 @@ func (w *Workloads) attach(ctx context.Context, spec platform.VMSpec, boot *time
 	w.guests[spec.Namespace+"/"+spec.Name] = g
 	w.mu.Unlock()
 	return g, nil
+}
+
+// login dials the VM's serial console, its output appended to the serial
+// log, and logs in, or finds the shell it left logged in (a migrated
+// guest's).
+func (w *Workloads) login(ctx context.Context, g *vmGuest) error {
+	line, err := console.Dial(ctx, w.kube.Rest, g.spec.Namespace, g.vmName)
+	if err != nil {
+		return err
+	}
+	g.serialLog = w.serialLog(g.spec.Namespace, g.vmName)
+	os.MkdirAll(filepath.Dir(g.serialLog), 0o755)
+	logf, err := os.OpenFile(g.serialLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		line.Close()
+		return err
+	}
+	g.con = console.New(line, logf)
+	if err := g.con.Login(ctx, w.img.User, w.img.Password, w.timeouts["vmi"]); err != nil {
+		return fmt.Errorf("guest %s: %w (serial log %s)", g.spec.Name, err, g.serialLog)
+	}
+	return nil
 }
 
 // RestartVM: see platform.KubeVMs. The boot goes on the run's timeline
@@ -263,6 +273,10 @@ func (w *Workloads) readStatus(ctx context.Context, g *vmGuest) error {
 		return err
 	}
 	for _, p := range pods.Items {
+		// A migrated VMI has had two launcher pods: its own runs on its node.
+		if p.Spec.NodeName != vmi.Status.NodeName {
+			continue
+		}
 		var statusErr, podErr error
 		g.attachment.CNIResultIPs, g.attachment.MTU, statusErr = networkStatus(p.Annotations["k8s.v1.cni.cncf.io/network-status"], g.spec.Namespace+"/"+nad)
 		// The pod side is observed apart from what Multus reports: the

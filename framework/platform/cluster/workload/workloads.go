@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/cozystack/vlan-conformance/framework/addresses"
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
@@ -88,7 +89,15 @@ func (w *Workloads) ApplyNAD(ctx context.Context, namespace string, nad platform
 	if err := w.owner.EnsureNamespace(ctx, w.kube, namespace); err != nil {
 		return err
 	}
-	if broken := w.cfg.ControlNAD(nad.Config); broken != nad.Config {
+	broken := w.cfg.ControlNAD(nad.Config)
+	if w.cfg.ControlHostLocalIPAM() {
+		subnet, err := netip.ParsePrefix(w.cfg.Subnet)
+		if err != nil {
+			return err
+		}
+		broken = config.SetNADKey("bridge", "ipam", addresses.HostLocalIPAM(subnet, ""))(broken)
+	}
+	if broken != nad.Config {
 		evidence.Artifacts{ReportDir: w.cfg.ReportDir}.Note("workload", "NAD %s/%s: control %s: %s instead of the fixture's %s", namespace, nad.Name, w.cfg.Control, broken, nad.Config)
 		nad.Config = broken
 	}
