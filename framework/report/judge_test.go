@@ -185,3 +185,19 @@ func TestARowShowsTheUnexpectedErrorsText(t *testing.T) {
 		t.Errorf("an ordinary message: got %q", got)
 	}
 }
+
+// A failed verdict names its cause, not only the step: a release whose
+// vm-instance chart drops the VLAN interface failed VLAN-01 as "starting
+// the guests", KubeVirt's webhook's refusal only in the log (issue 36).
+// The annotation and the error's innermost cause both reach the row.
+func TestARowNamesTheCauseBesideTheStep(t *testing.T) {
+	cause := `admission webhook "virtualmachine-validator.kubevirt.io" denied the request: spec.template.spec.networks[1].name 'vlan100' not found`
+	msg := "starting the guests\nUnexpected error:\n    <*fmt.wrapError | 0xc0001>: \n    starting vm-a, vm-b: starting vm-a: applying the release's vm-instance render for tenant-datapath/vm-a: VirtualMachine tenant-datapath/vm-instance-vm-a: " + cause + "\n    {\n        msg: \"starting vm-a\",\n"
+	got := firstLine(msg)
+	if !strings.HasPrefix(got, "starting the guests: starting vm-a") || !strings.HasSuffix(got, cause) {
+		t.Errorf("got %q: want the step first and KubeVirt's cause last", got)
+	}
+	if len(got) > 320 {
+		t.Errorf("%d characters: too long for a row", len(got))
+	}
+}

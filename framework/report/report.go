@@ -453,8 +453,23 @@ func WriteSelftest(dir string, outcomes []ControlOutcome) error {
 func firstLine(s string) string {
 	s = strings.TrimSpace(s)
 	if m := unexpectedErrorRE.FindStringSubmatch(s); m != nil {
-		s = "Unexpected error: " + strings.TrimSpace(m[1])
-	} else if i := strings.IndexByte(s, '\n'); i >= 0 {
+		// The spec's annotation names the step, the error's text its cause:
+		// the row needs both ("starting the guests" alone hid KubeVirt's
+		// admission webhook refusing the VM).
+		step := "Unexpected error"
+		if a := strings.TrimSpace(m[1]); a != "" {
+			step = a
+		}
+		s = step + ": " + strings.TrimSpace(m[2])
+		// A wrapped error's innermost cause is at its end: a long one
+		// keeps its start (the step) and its end.
+		const head, tail = 100, 200
+		if len(s) > head+tail {
+			s = s[:head] + " ... " + s[len(s)-tail:]
+		}
+		return s
+	}
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
 	// Room for a pinned image reference (name:tag@sha256:<64 hex>) in a
@@ -465,6 +480,8 @@ func firstLine(s string) string {
 	return s
 }
 
-// unexpectedErrorRE is Gomega's HaveOccurred failure: the error's type on
-// its own line (`<*fmt.wrapError | 0xc000123>: `), its text on the next.
-var unexpectedErrorRE = regexp.MustCompile(`^Unexpected error:\s*\n\s*<[^>\n]*>:[ \t]*\n([^\n]*\S[^\n]*)`)
+// unexpectedErrorRE is Gomega's HaveOccurred failure: the spec's
+// annotation, when it gave one, on the first line, then `Unexpected
+// error:`, the error's type on its own line (`<*fmt.wrapError |
+// 0xc000123>: `) and its text on the next.
+var unexpectedErrorRE = regexp.MustCompile(`^(?:([^\n]*)\n)?Unexpected error:\s*\n\s*<[^>\n]*>:[ \t]*\n([^\n]*\S[^\n]*)`)
