@@ -7,7 +7,8 @@ import (
 	"testing"
 )
 
-// The CI log's closing table: a claim passed on VMs is proven on "vm";
+// The CI log's closing table: a claim passed on VMs is proven on "vm", one
+// with no guest passed in a cluster lane on "node";
 // one that passed only in the lab is "lab" and counted among the claims
 // with no VM verdict; a part whose JUnit is missing is said not to have
 // run.
@@ -22,7 +23,8 @@ func TestVerdictsTable(t *testing.T) {
 	}
 	lab := write("lab.xml", `<testcase name="[It] a [VLAN-01] x" status="passed"></testcase><testcase name="[It] b [ARP-01] y" status="passed"></testcase><testcase name="[It] c [VLAN-15] z" status="passed"></testcase>`)
 	// VLAN-04's spec attaches pods in the VM lane too: its pass there is a pod's.
-	vm := write("vm.xml", `<testcase name="[It] a [VLAN-01] x" status="passed"></testcase><testcase name="[It] b [ARP-01] y" status="skipped"><skipped message="skip: no gateway here"></skipped></testcase><testcase name="[It] d [VLAN-04] w" status="passed"></testcase>`)
+	// STG-04's spec runs the stager container-less in any lane: a node's claim.
+	vm := write("vm.xml", `<testcase name="[It] a [VLAN-01] x" status="passed"></testcase><testcase name="[It] b [ARP-01] y" status="skipped"><skipped message="skip: no gateway here"></skipped></testcase><testcase name="[It] d [VLAN-04] w" status="passed"></testcase><testcase name="[It] e [STG-04] v" status="passed"></testcase>`)
 	var b strings.Builder
 	if code := verdicts(&b, []string{"lab=" + lab, "vm=" + vm, "pod=" + filepath.Join(dir, "none.xml")}); code != 0 {
 		t.Fatalf("exit %d", code)
@@ -33,6 +35,7 @@ func TestVerdictsTable(t *testing.T) {
 		"VLAN-01  vm      passed | passed |",
 		"ARP-01   lab     skipped | passed | vm: skip: no gateway here",
 		"VLAN-04  pod     passed | not run |",
+		"STG-04   node    passed | not run |",
 		"NO VM VERDICT FROM THIS RUN for ",
 	} {
 		if !strings.Contains(out, want) {
