@@ -77,7 +77,7 @@ func TestConformance(t *testing.T) {
 	if reporterConfig.JUnitReport == "" {
 		reporterConfig.JUnitReport = filepath.Join(cfg.ReportDir, "junit.xml")
 	}
-	defer stagerlib.DropImageCache() // the stager labs' unpacked --stager-image
+	defer stagerlib.DropImageCache() // the stager harnesses' unpacked --stager-image
 	RunSpecs(t, "KubeVirt external VLAN conformance", suiteConfig, reporterConfig)
 }
 

@@ -166,7 +166,7 @@ func (c *Config) Validate() error {
 	}
 	// A subject the stager cannot run is bad input, not a failed package.
 	if c.StagerManifest != "" {
-		if _, err := stager.LoadSubject(c.StagerManifest); err != nil {
+		if _, err := stager.LoadInitContainer(c.StagerManifest); err != nil {
 			add("--stager-manifest: %v", err)
 		}
 	}

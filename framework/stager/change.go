@@ -104,8 +104,9 @@ const (
 	Replaced         Verdict = "replaced"           // the name points at another inode now
 )
 
-// Change is one name's story across a run.
-type Change struct {
+// FileChange is one name's story across a run (a file, directory or
+// symlink of the node directory: see File).
+type FileChange struct {
 	Name          string
 	Before, After *File // nil when absent
 	Held          Held
@@ -114,11 +115,11 @@ type Change struct {
 
 // InodeChanged reports whether the name points at another inode than
 // before the run (judged with the old inode held, see holding).
-func (c Change) InodeChanged() bool {
+func (c FileChange) InodeChanged() bool {
 	return c.Before != nil && c.After != nil && (!c.Held.Held && c.Before.Ino != c.After.Ino || c.Held.Held && !c.Held.AtName)
 }
 
-func compare(before, after Snapshot, h *holding) ([]Change, error) {
+func compare(before, after Snapshot, h *holding) ([]FileChange, error) {
 	names := map[string]bool{}
 	for n := range before.Files {
 		names[n] = true
@@ -126,9 +127,9 @@ func compare(before, after Snapshot, h *holding) ([]Change, error) {
 	for n := range after.Files {
 		names[n] = true
 	}
-	var out []Change
+	var out []FileChange
 	for n := range names {
-		c := Change{Name: n}
+		c := FileChange{Name: n}
 		if f, ok := before.Files[n]; ok {
 			c.Before = &f
 		}
@@ -149,7 +150,7 @@ func compare(before, after Snapshot, h *holding) ([]Change, error) {
 	return out, nil
 }
 
-func verdict(c Change) Verdict {
+func verdict(c FileChange) Verdict {
 	b, a := c.Before, c.After
 	switch {
 	case b == nil && a == nil:

@@ -19,7 +19,7 @@ const containerPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/
 
 // runContained builds the subject's root at root (see the package
 // diagram), runs it there and waits for it. It runs on the private thread.
-func (l *Lab) runContained(ctx context.Context, n *Node, root, termLog string, log *lineClock, it *interrupt) (notes []string, code int, err error) {
+func (h *Harness) runContained(ctx context.Context, n *FakeNode, root, termLog string, log *lineClock, it *interrupt) (notes []string, code int, err error) {
 	code = -1
 	if err := unix.Mount("stager-cni-root", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=64m"); err != nil {
 		return nil, code, fmt.Errorf("mount the root tmpfs: %w", err)
@@ -70,7 +70,7 @@ func (l *Lab) runContained(ctx context.Context, n *Node, root, termLog string, l
 			}
 		}
 	}
-	if err := l.buildDev(in("dev")); err != nil {
+	if err := h.buildDev(in("dev")); err != nil {
 		return nil, code, err
 	}
 	if err := unix.Mount("proc", in("proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
@@ -78,7 +78,7 @@ func (l *Lab) runContained(ctx context.Context, n *Node, root, termLog string, l
 	}
 
 	// The termination message file, where the manifest says.
-	tm := in(l.Subject.TerminationMessagePath())
+	tm := in(h.InitContainer.TerminationMessagePath())
 	if err := touch(tm); err != nil {
 		return nil, code, err
 	}
@@ -97,12 +97,12 @@ func (l *Lab) runContained(ctx context.Context, n *Node, root, termLog string, l
 	}
 
 	// Volumes: the node's /opt/cni/bin where the manifest mounts it.
-	for _, m := range l.Subject.Container.VolumeMounts {
+	for _, m := range h.InitContainer.Container.VolumeMounts {
 		target := in(m.MountPath)
 		if err := os.MkdirAll(target, 0o755); err != nil {
 			return notes, code, err
 		}
-		v := l.Subject.Volumes[m.Name]
+		v := h.InitContainer.Volumes[m.Name]
 		if v.HostPath != nil && strings.TrimRight(v.HostPath.Path, "/") == NodeCNIBinDir {
 			if err := bindMount(n.Dir, target, m.ReadOnly); err != nil {
 				return notes, code, err
@@ -111,25 +111,25 @@ func (l *Lab) runContained(ctx context.Context, n *Node, root, termLog string, l
 		}
 		notes = append(notes, fmt.Sprintf("volume %s at %s is not provided (an empty directory stands in)", m.Name, m.MountPath))
 	}
-	if l.Security.ReadOnlyRoot {
+	if h.Security.ReadOnlyRoot {
 		if err := unix.Mount("", root, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
 			return notes, code, fmt.Errorf("make the root read-only: %w", err)
 		}
 	}
 
 	env := []string{"PATH=" + containerPath, "HOME=/root", "HOSTNAME=stager-lab-node"}
-	for _, e := range l.Subject.Container.Env {
+	for _, e := range h.InitContainer.Container.Env {
 		if e.ValueFrom != nil {
 			notes = append(notes, fmt.Sprintf("env %s comes from valueFrom and is left unset", e.Name))
 			continue
 		}
 		env = append(env, e.Name+"="+e.Value)
 	}
-	wd := l.Subject.Container.WorkingDir
+	wd := h.InitContainer.Container.WorkingDir
 	if wd == "" {
 		wd = "/"
 	}
-	cmd := exec.CommandContext(ctx, "/usr/bin/setpriv", l.Security.setprivArgs(l.Subject.Argv())...)
+	cmd := exec.CommandContext(ctx, "/usr/bin/setpriv", h.Security.setprivArgs(h.InitContainer.Argv())...)
 	cmd.Path = "/usr/bin/setpriv" // resolved inside the root, where /usr is the host's
 	cmd.Env = env
 	cmd.Dir = wd
@@ -144,7 +144,7 @@ func (l *Lab) runContained(ctx context.Context, n *Node, root, termLog string, l
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
-		return notes, code, fmt.Errorf("start %s: %w", strings.Join(l.Subject.Argv(), " "), err)
+		return notes, code, fmt.Errorf("start %s: %w", strings.Join(h.InitContainer.Argv(), " "), err)
 	}
 	if it != nil {
 		it.watch(cmd.Process.Pid)
@@ -167,7 +167,7 @@ func (l *Lab) runContained(ctx context.Context, n *Node, root, termLog string, l
 }
 
 // buildDev fills the root's /dev as a container runtime does.
-func (l *Lab) buildDev(dev string) error {
+func (h *Harness) buildDev(dev string) error {
 	if err := unix.Mount("stager-cni-dev", dev, "tmpfs", unix.MS_NOSUID, "mode=0755,size=64k"); err != nil {
 		return fmt.Errorf("mount /dev: %w", err)
 	}

@@ -8,7 +8,7 @@
 // termination-message settings (manifest.go). Nothing about the script is
 // assumed here; the specs hold the guide's promises.
 //
-// One run (Lab.Stage) happens in a private mount namespace entered by a
+// One run (Harness.Stage) happens in a private mount namespace entered by a
 // locked OS thread of this process, so every mount it makes dies with that
 // thread even if the suite is killed. The subject sees its own root:
 //

@@ -34,7 +34,7 @@ type Executing struct {
 
 // StartExecuting starts the node's copy of plugin. Once it returns, the
 // binary is executing: writing over its file fails with "Text file busy".
-func StartExecuting(n *Node, plugin string) (*Executing, error) {
+func StartExecuting(n *FakeNode, plugin string) (*Executing, error) {
 	p := filepath.Join(n.Dir, plugin)
 	h, err := hashFile(p)
 	if err != nil {

@@ -61,11 +61,11 @@ func extractPlugins(src, digest, dst string) error {
 	return nil
 }
 
-// imageCache holds each image tarball a lab reads unpacked, once per
-// process: every lab (one per Ordered container) copies its /cni-plugins
+// imageCache holds each image tarball a harness reads unpacked, once per
+// process: every harness (one per Ordered container) copies its /cni-plugins
 // from there instead of applying the layers again. DropImageCache removes
 // it; a process that dies first leaves it to the next run's sweep (the
-// directory carries ownerFile like a lab's).
+// directory carries ownerFile like a harness's).
 var imageCache = struct {
 	sync.Mutex
 	dir   string
@@ -75,7 +75,7 @@ var imageCache = struct {
 // cachedPlugins copies the /cni-plugins of the image at src (digest as
 // for extractPlugins) into dst, unpacking a tarball only the first time
 // this process sees it. An image without /cni-plugins is remembered as
-// such: a pinned one is read by every lab of the run.
+// such: a pinned one is read by every harness of the run.
 func cachedPlugins(src, digest, dst string) error {
 	fi, err := os.Stat(src)
 	if err != nil {

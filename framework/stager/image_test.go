@@ -88,7 +88,7 @@ func TestCheckImageWithoutPlugins(t *testing.T) {
 	}
 }
 
-// A tarball is unpacked once per process; every lab copies from the cache,
+// A tarball is unpacked once per process; every harness copies from the cache,
 // and a rewritten tarball at the same path is unpacked afresh.
 func TestImageTarballUnpackedOncePerProcess(t *testing.T) {
 	t.Cleanup(func() { _ = DropImageCache() })

@@ -16,14 +16,14 @@ import (
 
 // A killed run, as a kubelet leaves one when the node shuts down or the
 // container is OOM-killed: SIGKILL, no EXIT trap, whatever the script had
-// half-written stays where it wrote it. The lab makes one honestly, from
+// half-written stays where it wrote it. The harness makes one honestly, from
 // the script under test: the image's /cni-plugins/<plugin> becomes a FIFO
 // that yields the first half of the plugin and then nothing, so the
 // script's copy stalls mid-file wherever the script writes it; once the
 // node directory holds something new, the run's process group is killed.
 // What the killed run left is then observed, never assumed from a name.
 
-// killSettle bounds how long the lab waits, once the FIFO has been read,
+// killSettle bounds how long the harness waits, once the FIFO has been read,
 // for the copy to show up in the node directory before it kills anyway.
 const killSettle = 2 * time.Second
 
@@ -54,8 +54,8 @@ type interrupt struct {
 // process group) while it copies plugin; the image's copy is put back
 // afterwards. The Result is the killed run's (Killed set), or, with
 // ErrNotInterrupted, a run that ended on its own.
-func (l *Lab) StageKilled(ctx context.Context, n *Node, plugin string) (Result, error) {
-	src := filepath.Join(l.payload, plugin)
+func (h *Harness) StageKilled(ctx context.Context, n *FakeNode, plugin string) (Result, error) {
+	src := filepath.Join(h.payload, plugin)
 	data, err := os.ReadFile(src)
 	if err != nil {
 		return Result{}, fmt.Errorf("the image has no %s to stall: %w", plugin, err)
@@ -73,7 +73,7 @@ func (l *Lab) StageKilled(ctx context.Context, n *Node, plugin string) (Result, 
 	}
 	it := &interrupt{plugin: plugin, fifo: fifo, feed: data[:len(data)/2],
 		fire: make(chan struct{}), ended: make(chan struct{}), quit: make(chan struct{}), killer: make(chan struct{})}
-	res, err := l.stage(ctx, n, it)
+	res, err := h.stage(ctx, n, it)
 	rerr := os.Remove(fifo)
 	if rerr == nil {
 		rerr = copyFile(src, fifo, fi.Mode().Perm())
@@ -193,10 +193,10 @@ func (it *interrupt) stop() bool {
 // Stranded lists what a killed run left in the node directory: names that
 // were not there before and that are not plugins the image offers (those
 // the script installed before it was killed), sorted.
-func (l *Lab) Stranded(killed Result) []string {
+func (h *Harness) Stranded(killed Result) []string {
 	var out []string
 	for _, n := range killed.After.Names() {
-		if _, before := killed.Before.Get(n); !before && !l.Image.Offers(n) {
+		if _, before := killed.Before.Get(n); !before && !h.Image.Offers(n) {
 			out = append(out, n)
 		}
 	}
@@ -207,28 +207,28 @@ func (l *Lab) Stranded(killed Result) []string {
 // TempPaths finds where the script under test writes plugin before it
 // publishes it: on a throwaway node of the layout it kills a run mid-copy
 // of plugin and returns what that run left (names in /opt/cni/bin).
-func (l *Lab) TempPaths(ctx context.Context, lay Layout, plugin string) ([]string, Result, error) {
-	n, err := l.Prepare(Scenario{Name: "probe-" + lay.Name + "-" + plugin, Layout: lay})
+func (h *Harness) TempPaths(ctx context.Context, lay Layout, plugin string) ([]string, Result, error) {
+	n, err := h.Prepare(Scenario{Name: "probe-" + lay.Name + "-" + plugin, Layout: lay})
 	if err != nil {
 		return nil, Result{}, errors.Join(err, n.close())
 	}
-	res, err := l.StageKilled(ctx, n, plugin)
+	res, err := h.StageKilled(ctx, n, plugin)
 	if cerr := n.close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return nil, res, err
 	}
-	return l.Stranded(res), res, nil
+	return h.Stranded(res), res, nil
 }
 
 // DropFromImage removes plugin from the node's image, as a newer image
 // that no longer carries it.
-func (n *Node) DropFromImage(plugin string) error {
+func (n *FakeNode) DropFromImage(plugin string) error {
 	return os.Remove(filepath.Join(n.imageDir, PluginsDir, plugin))
 }
 
-func (n *Node) close() error {
+func (n *FakeNode) close() error {
 	if n == nil {
 		return nil
 	}

@@ -8,10 +8,10 @@ import (
 	"testing"
 )
 
-// A cluster node's /opt/cni/bin reads as the lab's does, less provenance:
+// A cluster node's /opt/cni/bin reads as the harness's does, less provenance:
 // a plugin's kind, mode and content hash, a directory placed at a plugin's
 // name as a directory, a symlink not followed.
-func TestListingReadsANodesDirectoryAsTheLabDoes(t *testing.T) {
+func TestListingReadsANodesDirectoryAsTheHarnessDoes(t *testing.T) {
 	dir := t.TempDir()
 	content := []byte("#!/bin/sh\necho bridge\n")
 	if err := os.WriteFile(filepath.Join(dir, "bridge"), content, 0o755); err != nil {

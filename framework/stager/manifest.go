@@ -23,9 +23,9 @@ const InitContainerName = "install-cni-plugins"
 // /opt/cni/bin.
 const NodeCNIBinDir = "/opt/cni/bin"
 
-// Subject is the install-cni-plugins init container as a manifest declares
-// it, with the pod-level settings it inherits.
-type Subject struct {
+// InitContainer is the install-cni-plugins init container as a manifest
+// declares it, with the pod-level settings it inherits.
+type InitContainer struct {
 	Source    string // the manifest file
 	Workload  string // e.g. "DaemonSet cozy-multus/cozy-multus"
 	Container corev1.Container
@@ -115,20 +115,21 @@ func (w workload) name() string {
 	return strings.TrimSpace(fmt.Sprintf("%s %s", w.kind, qualified(m.GetNamespace(), m.GetName())))
 }
 
-// LoadSubject reads a manifest (a rendered chart, `kubectl get ds -o yaml`)
-// and returns its install-cni-plugins init container.
-func LoadSubject(path string) (Subject, error) {
+// LoadInitContainer reads a manifest (a rendered chart, `kubectl get ds -o
+// yaml`) and returns its install-cni-plugins init container.
+func LoadInitContainer(path string) (InitContainer, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return Subject{}, fmt.Errorf("stager manifest: %w", err)
+		return InitContainer{}, fmt.Errorf("stager manifest: %w", err)
 	}
-	return ParseSubject(data, path)
+	return ParseInitContainer(data, path)
 }
 
-// ParseSubject is LoadSubject on bytes; source names them in errors.
-func ParseSubject(data []byte, source string) (Subject, error) {
+// ParseInitContainer is LoadInitContainer on bytes; source names them in
+// errors.
+func ParseInitContainer(data []byte, source string) (InitContainer, error) {
 	var (
-		found     []Subject
+		found     []InitContainer
 		seenNames []string
 	)
 	for i, doc := range splitDocuments(string(data)) {
@@ -141,7 +142,7 @@ func ParseSubject(data []byte, source string) (Subject, error) {
 			if strings.Contains(doc.text, "{{") {
 				err = fmt.Errorf("%w; it %s", err, unrendered)
 			}
-			return Subject{}, err
+			return InitContainer{}, err
 		}
 		for _, w := range ws {
 			for _, c := range w.spec.InitContainers {
@@ -149,7 +150,7 @@ func ParseSubject(data []byte, source string) (Subject, error) {
 				if c.Name != InitContainerName {
 					continue
 				}
-				s := Subject{
+				s := InitContainer{
 					Source:      source,
 					Workload:    w.name(),
 					Container:   c,
@@ -165,21 +166,21 @@ func ParseSubject(data []byte, source string) (Subject, error) {
 	}
 	switch {
 	case len(found) == 0 && len(seenNames) == 0:
-		return Subject{}, fmt.Errorf("%s: no pod template with init containers; want a multus DaemonSet with the %s init container", source, InitContainerName)
+		return InitContainer{}, fmt.Errorf("%s: no pod template with init containers; want a multus DaemonSet with the %s init container", source, InitContainerName)
 	case len(found) == 0:
-		return Subject{}, fmt.Errorf("%s: no init container named %s (init containers seen: %s); is networking.stageCniPlugins off?", source, InitContainerName, strings.Join(seenNames, ", "))
+		return InitContainer{}, fmt.Errorf("%s: no init container named %s (init containers seen: %s); is networking.stageCniPlugins off?", source, InitContainerName, strings.Join(seenNames, ", "))
 	case len(found) > 1:
-		return Subject{}, fmt.Errorf("%s: %d init containers named %s (in %s and %s); pass a manifest with one", source, len(found), InitContainerName, found[0].Workload, found[1].Workload)
+		return InitContainer{}, fmt.Errorf("%s: %d init containers named %s (in %s and %s); pass a manifest with one", source, len(found), InitContainerName, found[0].Workload, found[1].Workload)
 	}
 	s := found[0]
 	if strings.Contains(strings.Join(s.Argv(), " "), "{{") {
-		return Subject{}, fmt.Errorf("%s: the command of %s %s", source, InitContainerName, unrendered)
+		return InitContainer{}, fmt.Errorf("%s: the command of %s %s", source, InitContainerName, unrendered)
 	}
 	if len(s.Container.Command) == 0 {
-		return Subject{}, fmt.Errorf("%s: %s has no command: the image's entrypoint is unknown here, so it cannot be run without the image", source, InitContainerName)
+		return InitContainer{}, fmt.Errorf("%s: %s has no command: the image's entrypoint is unknown here, so it cannot be run without the image", source, InitContainerName)
 	}
 	if _, err := s.NodeMountPath(); err != nil {
-		return Subject{}, fmt.Errorf("%s: %w", source, err)
+		return InitContainer{}, fmt.Errorf("%s: %w", source, err)
 	}
 	return s, nil
 }
@@ -196,7 +197,7 @@ func qualified(ns, name string) string {
 }
 
 // NodeMountPath is where the container mounts the node's /opt/cni/bin.
-func (s Subject) NodeMountPath() (string, error) {
+func (s InitContainer) NodeMountPath() (string, error) {
 	for _, m := range s.Container.VolumeMounts {
 		v, ok := s.Volumes[m.Name]
 		if ok && v.HostPath != nil && strings.TrimRight(v.HostPath.Path, "/") == NodeCNIBinDir {
@@ -207,12 +208,12 @@ func (s Subject) NodeMountPath() (string, error) {
 }
 
 // Argv is what the container runtime executes: command, then args.
-func (s Subject) Argv() []string {
+func (s InitContainer) Argv() []string {
 	return append(append([]string{}, s.Container.Command...), s.Container.Args...)
 }
 
 // TerminationMessagePath is where the kubelet reads the termination message.
-func (s Subject) TerminationMessagePath() string {
+func (s InitContainer) TerminationMessagePath() string {
 	if s.Container.TerminationMessagePath != "" {
 		return s.Container.TerminationMessagePath
 	}

@@ -57,7 +57,7 @@ spec:
 `
 
 func TestParseSubjectFromRenderedChart(t *testing.T) {
-	s, err := ParseSubject([]byte(renderedChart), "chart.yaml")
+	s, err := ParseInitContainer([]byte(renderedChart), "chart.yaml")
 	if err != nil {
 		t.Fatalf("ParseSubject: %v", err)
 	}
@@ -116,7 +116,7 @@ func TestParseSubjectRefusesChartTemplate(t *testing.T) {
 			if in == renderedChart {
 				t.Fatal("mutation did not apply")
 			}
-			_, err := ParseSubject([]byte(in), "chart.yaml")
+			_, err := ParseInitContainer([]byte(in), "chart.yaml")
 			if err == nil || !strings.Contains(err.Error(), "render the chart") {
 				t.Fatalf("err = %v, want a refusal that says to render the chart", err)
 			}
@@ -147,7 +147,7 @@ items:
         volumes:
         - {name: cnibin, hostPath: {path: /opt/cni/bin/}}
 `
-	s, err := ParseSubject([]byte(list), "kubectl-get.yaml")
+	s, err := ParseInitContainer([]byte(list), "kubectl-get.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ spec: {template: {spec: {initContainers: [{name: install-cni-plugins, command: [
 		"no apiVersion": {"kind: DaemonSet\nspec: {}\n", "an object without apiVersion"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := ParseSubject([]byte(tc.in), "m.yaml")
+			_, err := ParseInitContainer([]byte(tc.in), "m.yaml")
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
 			}
@@ -191,7 +191,7 @@ spec: {template: {spec: {initContainers: [{name: install-cni-plugins, command: [
 }
 
 func TestSecurityDefaultsAndAdds(t *testing.T) {
-	s := Subject{Container: corev1.Container{SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"CAP_NET_RAW"}, Add: []corev1.Capability{"net_admin"}}}}}
+	s := InitContainer{Container: corev1.Container{SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"CAP_NET_RAW"}, Add: []corev1.Capability{"net_admin"}}}}}
 	sec, err := s.Security()
 	if err != nil {
 		t.Fatal(err)
@@ -220,7 +220,7 @@ func TestFixtureManifestsParse(t *testing.T) {
 		t.Fatalf("want the reference and 7 mutants, found %d files", len(files))
 	}
 	for _, f := range files {
-		s, err := LoadSubject(f)
+		s, err := LoadInitContainer(f)
 		if err != nil {
 			t.Errorf("%s: %v", f, err)
 			continue

@@ -109,20 +109,20 @@ func (i ImageInfo) String() string {
 	return fmt.Sprintf("%s, %s; /%s holds %d: %s", ref, whose, PluginsDir, len(i.Entries), i.Listing())
 }
 
-// loadImage puts the image's /cni-plugins into the lab (readImage) and
-// adds its copies to the lab's catalog.
-func (l *Lab) loadImage(o Options, base *catalog) error {
-	l.payload = filepath.Join(l.dir, "image-root", PluginsDir)
-	if err := os.MkdirAll(filepath.Dir(l.payload), 0o755); err != nil {
+// loadImage puts the image's /cni-plugins into the harness (readImage) and
+// adds its copies to the harness's catalog.
+func (h *Harness) loadImage(o Options, base *catalog) error {
+	h.payload = filepath.Join(h.dir, "image-root", PluginsDir)
+	if err := os.MkdirAll(filepath.Dir(h.payload), 0o755); err != nil {
 		return err
 	}
 	var err error
-	l.Image, err = readImage(o, l.release, base.version[l.release]+" at --plugin-dir", l.payload, cachedPlugins)
+	h.Image, err = readImage(o, h.release, base.version[h.release]+" at --plugin-dir", h.payload, cachedPlugins)
 	if err != nil {
 		return err
 	}
-	l.Image.Ref = l.Subject.Container.Image
-	l.cat = base.withImage(l.Image.Entries)
+	h.Image.Ref = h.InitContainer.Container.Image
+	h.cat = base.withImage(h.Image.Entries)
 	return nil
 }
 
@@ -186,7 +186,7 @@ func buildReference(release string, names []string, dst string) error {
 }
 
 // ImageListing reads the /cni-plugins of the image o names (readImage)
-// without running a lab, for the report.
+// without running a harness, for the report.
 func ImageListing(o Options) (ImageInfo, error) {
 	dir, err := os.MkdirTemp("", "stager-image-*")
 	if err != nil {
@@ -211,14 +211,14 @@ func DescribeSubject(o Options) string {
 		whose = "the user's"
 	}
 	fmt.Fprintf(&b, "- manifest: `%s` (%s), sha256 `%s`\n", manifest, whose, sum)
-	subj, err := LoadSubject(manifest)
+	ic, err := LoadInitContainer(manifest)
 	if err != nil {
 		fmt.Fprintf(&b, "- %s: %v\n", InitContainerName, err)
 		return b.String()
 	}
 	info, err := ImageListing(o)
-	info.Ref = subj.Container.Image
-	fmt.Fprintf(&b, "- %s of %s, image reference `%s`\n", InitContainerName, subj.Workload, info.Ref)
+	info.Ref = ic.Container.Image
+	fmt.Fprintf(&b, "- %s of %s, image reference `%s`\n", InitContainerName, ic.Workload, info.Ref)
 	if err != nil {
 		fmt.Fprintf(&b, "- image: %v\n", err)
 		return b.String()

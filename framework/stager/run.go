@@ -19,38 +19,38 @@ type Result struct {
 	Image         string
 	Before, After Snapshot
 	// Changes covers every name present before or after, sorted.
-	Changes  []Change
+	Changes  []FileChange
 	Duration time.Duration
 	Security Security
 	Notes    []string // what the run could not provide as a kubelet would
-	// Killed: the lab killed the run (StageKilled) before it ended.
+	// Killed: the harness killed the run (StageKilled) before it ended.
 	Killed bool
 }
 
 // Change returns the change of name (Verdict Absent when it never existed).
-func (r Result) Change(name string) Change {
+func (r Result) Change(name string) FileChange {
 	for _, c := range r.Changes {
 		if c.Name == name {
 			return c
 		}
 	}
-	return Change{Name: name, Verdict: Absent}
+	return FileChange{Name: name, Verdict: Absent}
 }
 
 // stageTimeout bounds one run; staging 14 plugins takes well under a second.
 const stageTimeout = 2 * time.Minute
 
-// Stage runs the subject once against the node: it snapshots the node
+// Stage runs the subject once against the fake node: it snapshots the node
 // directory, runs the init container's command as written in a root of its
 // own, and snapshots again. An error means the run could not be made; what
 // the subject itself did (exit code, log, files) is in the Result.
-func (l *Lab) Stage(ctx context.Context, n *Node) (Result, error) {
-	return l.stage(ctx, n, nil)
+func (h *Harness) Stage(ctx context.Context, n *FakeNode) (Result, error) {
+	return h.stage(ctx, n, nil)
 }
 
-func (l *Lab) stage(ctx context.Context, n *Node, it *interrupt) (Result, error) {
-	res := Result{Scenario: n.Scenario, Security: l.Security, Notes: append([]string{}, l.Security.Notes...), Image: n.imageSummary}
-	before, err := l.cat.take(n.Dir)
+func (h *Harness) stage(ctx context.Context, n *FakeNode, it *interrupt) (Result, error) {
+	res := Result{Scenario: n.Scenario, Security: h.Security, Notes: append([]string{}, h.Security.Notes...), Image: n.imageSummary}
+	before, err := h.cat.take(n.Dir)
 	if err != nil {
 		return res, fmt.Errorf("snapshot before: %w", err)
 	}
@@ -81,7 +81,7 @@ func (l *Lab) stage(ctx context.Context, n *Node, it *interrupt) (Result, error)
 		it.start(n.Dir, before)
 	}
 	notes, exitCode, err := inPrivateMountNS(func() ([]string, int, error) {
-		return l.runContained(ctx, n, filepath.Join(run, "root"), termLog, log, it)
+		return h.runContained(ctx, n, filepath.Join(run, "root"), termLog, log, it)
 	})
 	if it != nil {
 		res.Killed = it.stop()
@@ -99,9 +99,9 @@ func (l *Lab) stage(ctx context.Context, n *Node, it *interrupt) (Result, error)
 	if err != nil {
 		return res, err
 	}
-	res.TerminationMessage = kubeletTerminationMessage(string(msg), string(l.Subject.Container.TerminationMessagePolicy), res.ExitCode, res.Log)
+	res.TerminationMessage = kubeletTerminationMessage(string(msg), string(h.InitContainer.Container.TerminationMessagePolicy), res.ExitCode, res.Log)
 
-	if res.After, err = l.cat.take(n.Dir); err != nil {
+	if res.After, err = h.cat.take(n.Dir); err != nil {
 		return res, fmt.Errorf("snapshot after: %w", err)
 	}
 	if res.Changes, err = compare(res.Before, res.After, held); err != nil {

@@ -41,20 +41,20 @@ spec:
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	lab, err := NewLab(Options{Manifest: manifest, Release: release, OlderRelease: older, WorkDir: t.TempDir()})
+	harness, err := NewHarness(Options{Manifest: manifest, Release: release, OlderRelease: older, WorkDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
-		if err := lab.Close(); err != nil {
+		if err := harness.Close(); err != nil {
 			t.Error(err)
 		}
 	}()
-	n, err := lab.Prepare(Scenario{Name: "probe", Faults: []Fault{FullFS(1 << 20)}})
+	n, err := harness.Prepare(Scenario{Name: "probe", Faults: []Fault{FullFS(1 << 20)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := lab.Stage(context.Background(), n)
+	res, err := harness.Stage(context.Background(), n)
 	if err != nil {
 		t.Fatalf("Stage: %v\nlog:\n%s", err, res.Log)
 	}
@@ -73,7 +73,7 @@ spec:
 	if err := n.Close(); err != nil {
 		t.Error(err)
 	}
-	// Only this lab's: other runs on the machine may hold stager mounts.
+	// Only this harness's: other runs on the machine may hold stager mounts.
 	mi, _ := os.ReadFile("/proc/self/mountinfo")
 	if strings.Contains(string(mi), n.base) {
 		t.Errorf("mounts left behind:\n%s", mi)
@@ -103,23 +103,23 @@ func TestLabRunsAPinnedImageWithoutPluginsDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lab, err := NewLab(Options{Manifest: filepath.Join(repo, DefaultManifest), Pinned: pinned, Release: release, OlderRelease: older, WorkDir: t.TempDir()})
+	harness, err := NewHarness(Options{Manifest: filepath.Join(repo, DefaultManifest), Pinned: pinned, Release: release, OlderRelease: older, WorkDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
-		if err := lab.Close(); err != nil {
+		if err := harness.Close(); err != nil {
 			t.Error(err)
 		}
 	}()
-	if !lab.Image.NoPluginsDir || !strings.Contains(lab.Image.String(), pinned.Ref) {
-		t.Fatalf("the lab's image: %s", lab.Image)
+	if !harness.Image.NoPluginsDir || !strings.Contains(harness.Image.String(), pinned.Ref) {
+		t.Fatalf("the harness's image: %s", harness.Image)
 	}
-	n, err := lab.Prepare(Scenario{Name: "pinned"})
+	n, err := harness.Prepare(Scenario{Name: "pinned"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := lab.Stage(context.Background(), n)
+	res, err := harness.Stage(context.Background(), n)
 	if err != nil {
 		t.Fatalf("Stage: %v\nlog:\n%s", err, res.Log)
 	}

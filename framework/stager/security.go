@@ -29,7 +29,7 @@ type Security struct {
 }
 
 // Security resolves the subject's security settings.
-func (s Subject) Security() (Security, error) {
+func (s InitContainer) Security() (Security, error) {
 	sec := Security{}
 	c := s.Container.SecurityContext
 	if c == nil {

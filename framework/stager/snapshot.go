@@ -132,7 +132,7 @@ func (c *catalog) describe(p string) (File, error) {
 }
 
 // Stat describes the entry at p (not following a symlink): its kind, mode,
-// content hash and inode. Provenance is a lab catalog's to add.
+// content hash and inode. Provenance is a harness catalog's to add.
 func Stat(p string) (File, error) {
 	fi, err := os.Lstat(p)
 	if err != nil {

@@ -11,12 +11,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ownerFile holds the pid of the process a lab directory belongs to.
+// ownerFile holds the pid of the process a harness directory belongs to.
 const ownerFile = "owner.pid"
 
-// sweep removes what labs of dead processes left under base (a suite killed
+// sweep removes what harnesses of dead processes left under base (a suite killed
 // with SIGKILL skips its cleanup): node tmpfs mounts, immutable flags,
-// directories. Labs of live processes are left alone.
+// directories. Harnesses of live processes are left alone.
 func sweep(base string) error {
 	dirs, err := filepath.Glob(filepath.Join(base, "stager-cni-*"))
 	if err != nil {
@@ -26,7 +26,7 @@ func sweep(base string) error {
 	for _, d := range dirs {
 		b, err := os.ReadFile(filepath.Join(d, ownerFile))
 		if err != nil {
-			continue // not (yet) a lab: leave it
+			continue // not (yet) a harness's: leave it
 		}
 		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err != nil || unix.Kill(pid, 0) != unix.ESRCH {
 			continue // alive, or unreadable: not ours to judge

@@ -55,10 +55,10 @@ func (r Result) Table() string {
 
 // Report is a Markdown account of the run: settings, counts, table, log and
 // termination message.
-func (r Result) Report(title string, subj Subject) string {
+func (r Result) Report(title string, ic InitContainer) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s\n\n", title)
-	fmt.Fprintf(&b, "- subject: `%s` of %s (%s)\n", InitContainerName, subj.Workload, subj.Source)
+	fmt.Fprintf(&b, "- subject: `%s` of %s (%s)\n", InitContainerName, ic.Workload, ic.Source)
 	sc := r.Scenario
 	if sc.Layout.Title != "" {
 		fmt.Fprintf(&b, "- node layout: %s (%s)", sc.Layout.Title, sc.Layout.Name)

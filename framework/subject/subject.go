@@ -112,7 +112,7 @@ func Open(o Options) (*Subject, error) {
 		}
 	}
 	if s.Stages() {
-		if _, err := stager.ParseSubject([]byte(s.Multus.Render.Manifest), rel.Path(cozystack.MultusChart)); err != nil {
+		if _, err := stager.ParseInitContainer([]byte(s.Multus.Render.Manifest), rel.Path(cozystack.MultusChart)); err != nil {
 			return nil, fmt.Errorf("--cozystack: the rendered multus chart has no stager subject: %w", err)
 		}
 	}

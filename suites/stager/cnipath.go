@@ -41,7 +41,7 @@ func cniPathSpecs(r *run.Run) {
 		It("[VLAN-15] fails a macvlan NAD with the missing-plugin error before staging, and attaches it after, on the same directory", labels.Claim("VLAN-15"), func(ctx SpecContext) {
 			l, err := layout("talos")
 			Expect(err).NotTo(HaveOccurred())
-			lab, node, err := setUp(r, stager.Scenario{Name: "talos-cni", Layout: l})
+			harness, node, err := setUp(r, stager.Scenario{Name: "talos-cni", Layout: l})
 			Expect(err).NotTo(HaveOccurred())
 			host, pod, err := nodeAndPod()
 			DeferCleanup(func() error { return errors.Join(deleteNamespace(pod), deleteNamespace(host)) })
@@ -67,7 +67,7 @@ func cniPathSpecs(r *run.Run) {
 				"before staging the NAD must fail with the missing-plugin error for %s", node.Dir)
 
 			By("the subject's install-cni-plugins runs on that directory")
-			res, err := lab.Stage(ctx, node)
+			res, err := harness.Stage(ctx, node)
 			Expect(err).NotTo(HaveOccurred(), "the run could not be made:\n%s", res.Log)
 			Expect(res.ExitCode).To(BeZero(), "install-cni-plugins must exit 0:\n%s", res.Log)
 

@@ -20,7 +20,7 @@ import (
 func executingSpecs(r *run.Run) {
 	Describe("Staging while the node's old bridge is executing", labels.Stager, Ordered, ContinueOnFailure, func() {
 		var (
-			lab          *stager.Lab
+			harness      *stager.Harness
 			res          stager.Result
 			runningAfter bool
 			exeHash      string
@@ -33,10 +33,10 @@ func executingSpecs(r *run.Run) {
 
 		BeforeAll(func(ctx SpecContext) {
 			var (
-				node *stager.Node
+				node *stager.FakeNode
 				err  error
 			)
-			lab, node, err = setUp(r, stager.Scenario{Name: "executing-bridge", Layout: stager.Layout{
+			harness, node, err = setUp(r, stager.Scenario{Name: "executing-bridge", Layout: stager.Layout{
 				Name: "executing-bridge",
 				Files: []stager.LayoutFile{
 					{Name: "bridge", From: stager.FromOlder},
@@ -50,9 +50,9 @@ func executingSpecs(r *run.Run) {
 			DeferCleanup(bridge.Stop)
 			Expect(bridge.Running()).To(BeTrue(), "the old bridge must be executing before staging starts")
 
-			res, err = lab.Stage(ctx, node)
+			res, err = harness.Stage(ctx, node)
 			Expect(err).NotTo(HaveOccurred(), "the run could not be made:\n%s", res.Log)
-			Expect(writeArtifact(r, "STG-03", "executing-bridge", "Staging while the node's old bridge is executing", lab, res)).To(Succeed())
+			Expect(writeArtifact(r, "STG-03", "executing-bridge", "Staging while the node's old bridge is executing", harness, res)).To(Succeed())
 
 			runningAfter = bridge.Running()
 			exeHash, exeHashErr = bridge.ExeHash()
@@ -65,14 +65,14 @@ func executingSpecs(r *run.Run) {
 			Expect(res.Log).NotTo(ContainSubstring("Text file busy"), "\n%s", describeRun(res))
 			c := res.Change("bridge")
 			Expect(c.Verdict).To(Equal(stager.Replaced), "\n%s", describeRun(res))
-			Expect(c.After.Hash).To(Equal(lab.ImageHash("bridge")), "bridge afterwards: %s", c.After.Describe())
+			Expect(c.After.Hash).To(Equal(harness.ImageHash("bridge")), "bridge afterwards: %s", c.After.Describe())
 		})
 
 		// "by rename: a plugin that is executing during staging keeps running" (CLAIMS.md)
 		It("[STG-03] leaves the executing bridge undisturbed: it keeps running its old binary and completes its DEL", labels.Claim("STG-03"), func() {
 			Expect(runningAfter).To(BeTrue(), "the old bridge stopped during staging")
 			Expect(exeHashErr).NotTo(HaveOccurred())
-			Expect(exeHash).To(Equal(lab.OlderHash("bridge")), "the process no longer runs the %s bridge it was started from (exe: %s)", lab.OlderVersion(), exeLink)
+			Expect(exeHash).To(Equal(harness.OlderHash("bridge")), "the process no longer runs the %s bridge it was started from (exe: %s)", harness.OlderVersion(), exeLink)
 			Expect(exeLink).To(HaveSuffix("(deleted)"), "the process's binary should be "+failures.UnlinkedOldInode)
 			Expect(delErr).NotTo(HaveOccurred())
 			Expect(delExit).To(Equal(0), "the interrupted-looking DEL must still succeed; it printed: %s", delOutput)

@@ -65,8 +65,8 @@ func failureSpecs(r *run.Run) {
 
 				// "A plugin it fails to write is reported and skipped rather than removed, so whatever was there stays"
 				It("[STG-05] skips what it cannot write: an older copy stays, nothing appears where there was none, the rest is installed", labels.Claim("STG-05"), func() {
-					lab, res := s.lab, s.res
-					failed := notInstalled(lab, res)
+					harness, res := s.harness, s.res
+					failed := notInstalled(harness, res)
 					if want.failing != nil {
 						Expect(failed).To(Equal(want.failing), "the plugins not installed must be exactly those the fault hits\n%s", describeRun(res))
 					} else {
@@ -87,8 +87,8 @@ func failureSpecs(r *run.Run) {
 
 				// "The reason for each is earlier in the same log, printed as that plugin was attempted [...] The container reports these and exits successfully on purpose"
 				It("[STG-06] logs each cause as it is attempted, then a summary `failed to install:` naming every failed plugin, and exits 0", labels.Claim("STG-06"), func() {
-					lab, res := s.lab, s.res
-					failed := notInstalled(lab, res)
+					harness, res := s.harness, s.res
+					failed := notInstalled(harness, res)
 					Expect(res.ExitCode).To(Equal(0), failures.PodShowsReady+"\n%s", describeRun(res))
 					line, at, ok := summary(res)
 					Expect(ok).To(BeTrue(), failures.NoLineBegins+" %q\n%s", summaryPrefix, describeRun(res))
@@ -108,7 +108,7 @@ func failureSpecs(r *run.Run) {
 
 					// "printed as that plugin was attempted rather than next to the summary":
 					// the first cause reached the log before plugins attempted after it were written.
-					if later := installedAfter(lab, res, failed[0]); len(later) >= 3 {
+					if later := installedAfter(harness, res, failed[0]); len(later) >= 3 {
 						last := later[len(later)-1]
 						f, _ := res.After.Get(last)
 						Expect(res.LogTimes[firstCause]).To(BeTemporally("<", f.CTime),
@@ -118,9 +118,9 @@ func failureSpecs(r *run.Run) {
 
 				// CLAIMS.md STG-06, evidence: "stderr lines, exit code, termination message"
 				It("[STG-06] leaves the summary as the container's termination message", labels.Claim("STG-06"), func() {
-					lab, res := s.lab, s.res
-					failed := notInstalled(lab, res)
-					Expect(res.TerminationMessage).To(ContainSubstring(summaryPrefix), "the termination message the kubelet reports (terminationMessagePath %s)", lab.Subject.TerminationMessagePath())
+					harness, res := s.harness, s.res
+					failed := notInstalled(harness, res)
+					Expect(res.TerminationMessage).To(ContainSubstring(summaryPrefix), "the termination message the kubelet reports (terminationMessagePath %s)", harness.InitContainer.TerminationMessagePath())
 					Expect(names(res.TerminationMessage)).To(ConsistOf(failed), "termination message: %q", res.TerminationMessage)
 				})
 
@@ -131,7 +131,7 @@ func failureSpecs(r *run.Run) {
 }
 
 // gained says which entries a directory at the destination gained.
-func gained(c stager.Change) string {
+func gained(c stager.FileChange) string {
 	if c.Before == nil || c.After == nil || c.Before.Kind != "dir" || c.After.Kind != "dir" {
 		return ""
 	}
@@ -153,7 +153,7 @@ func gained(c stager.Change) string {
 
 // installedAfter lists the plugins staging attempts after plugin that
 // ended up installed, in that order.
-func installedAfter(lab *stager.Lab, res stager.Result, plugin string) []string {
+func installedAfter(harness *stager.Harness, res stager.Result, plugin string) []string {
 	var out []string
 	seen := false
 	for _, p := range stager.StagedPlugins {
@@ -161,7 +161,7 @@ func installedAfter(lab *stager.Lab, res stager.Result, plugin string) []string 
 			seen = true
 			continue
 		}
-		if f, ok := res.After.Get(p); seen && ok && f.Hash == lab.ImageHash(p) {
+		if f, ok := res.After.Get(p); seen && ok && f.Hash == harness.ImageHash(p) {
 			out = append(out, p)
 		}
 	}

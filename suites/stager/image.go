@@ -21,16 +21,16 @@ import (
 func imageSpecs(r *run.Run) {
 	Describe("The multus image's /cni-plugins", labels.Stager, Ordered, ContinueOnFailure, func() {
 		var (
-			lab     *stager.Lab
+			harness *stager.Harness
 			skipped stager.Result // the staging run from an image without /cni-plugins
 		)
 
 		BeforeAll(func(ctx SpecContext) {
 			var err error
-			lab, err = newLab(r)
+			harness, err = newHarness(r)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(writeImageArtifact(r, lab)).To(Succeed())
-			if lab.Image.NoPluginsDir {
+			Expect(writeImageArtifact(r, harness)).To(Succeed())
+			if harness.Image.NoPluginsDir {
 				generic, err := layout("generic")
 				Expect(err).NotTo(HaveOccurred())
 				_, skipped, err = stageOnce(ctx, r, stager.Scenario{Name: "image-without-cni-plugins", Layout: generic}, "STG-01", "Staging from the image, which has no /cni-plugins")
@@ -44,31 +44,31 @@ func imageSpecs(r *run.Run) {
 		// may do the filtering". So the image must offer each of the 14 as the reference
 		// build of the release; what it carries beyond them is STG-02's to judge on the node.
 		It("[STG-01] carries each of the 14 at /cni-plugins, the upstream reference build of the expected release", labels.Claim("STG-01"), func() {
-			By("the image: " + lab.Image.String())
-			Expect(skipped.LogLines()).NotTo(ContainElement(skipLine), skippedStaging(lab))
-			Expect(lab.Image.NoPluginsDir).To(BeFalse(), "the image has no /cni-plugins: %s", lab.Image)
+			By("the image: " + harness.Image.String())
+			Expect(skipped.LogLines()).NotTo(ContainElement(skipLine), skippedStaging(harness))
+			Expect(harness.Image.NoPluginsDir).To(BeFalse(), "the image has no /cni-plugins: %s", harness.Image)
 			for _, p := range stager.StagedPlugins {
-				e, ok := lab.Image.Entry(p)
-				Expect(ok).To(BeTrue(), "/cni-plugins/%s is missing from the image (%s)", p, lab.Image)
+				e, ok := harness.Image.Entry(p)
+				Expect(ok).To(BeTrue(), "/cni-plugins/%s is missing from the image (%s)", p, harness.Image)
 				Expect(e.Kind).To(Equal("file"), "/cni-plugins/%s is a %s", p, e.Kind)
 				Expect(e.Reference()).To(BeTrue(), "/cni-plugins/%s is not the upstream reference plugin: %s", p, e.Describe())
-				Expect(e.Version).To(Equal(lab.ImageVersion()), "/cni-plugins/%s: %s, the release at --plugin-dir is %s", p, e.Describe(), lab.ImageVersion())
+				Expect(e.Version).To(Equal(harness.ImageVersion()), "/cni-plugins/%s: %s, the release at --plugin-dir is %s", p, e.Describe(), harness.ImageVersion())
 			}
 		})
 	})
 }
 
 // writeImageArtifact records the image: <report-dir>/artifacts/STG-01/image.md.
-func writeImageArtifact(r *run.Run, lab *stager.Lab) error {
+func writeImageArtifact(r *run.Run, harness *stager.Harness) error {
 	// A figure, not a claim: the guide says the plugins "cost roughly 67 MiB
 	// uncompressed per architecture in the multus image".
-	size := fmt.Sprintf("%.1f MiB uncompressed in %d files (the guide: \"roughly 67 MiB uncompressed per architecture\")", float64(lab.Image.Size())/(1<<20), len(lab.Image.Entries))
-	if lab.Image.NoPluginsDir {
+	size := fmt.Sprintf("%.1f MiB uncompressed in %d files (the guide: \"roughly 67 MiB uncompressed per architecture\")", float64(harness.Image.Size())/(1<<20), len(harness.Image.Entries))
+	if harness.Image.NoPluginsDir {
 		size = "none: the image has no /cni-plugins"
 	}
 	AddReportEntry("STG-01 payload size", size)
-	b := fmt.Sprintf("# The multus image's /cni-plugins\n\n- image: %s\n- manifest: %s\n- size: %s\n\n| entry | kind | version | built from | bytes | sha256 |\n|---|---|---|---|---|---|\n", lab.Image, lab.Subject.Source, size)
-	for _, e := range lab.Image.Entries {
+	b := fmt.Sprintf("# The multus image's /cni-plugins\n\n- image: %s\n- manifest: %s\n- size: %s\n\n| entry | kind | version | built from | bytes | sha256 |\n|---|---|---|---|---|---|\n", harness.Image, harness.InitContainer.Source, size)
+	for _, e := range harness.Image.Entries {
 		b += fmt.Sprintf("| %s | %s | %s | %s | %d | %s |\n", e.Name, e.Kind, e.Version, e.Package, e.Size, e.Hash)
 	}
 	return os.WriteFile(r.Artifacts().Path("STG-01", "image.md"), []byte(b), 0o644)

@@ -18,30 +18,30 @@ import (
 func installSpecs(r *run.Run) {
 	Describe("Staging onto a generic Linux node that already carries plugins", labels.Stager, Ordered, ContinueOnFailure, func() {
 		var (
-			lab           *stager.Lab
+			harness       *stager.Harness
 			first, second stager.Result
 		)
 
 		BeforeAll(func(ctx SpecContext) {
 			generic, err := layout("generic")
 			Expect(err).NotTo(HaveOccurred())
-			var node *stager.Node
-			lab, node, err = setUp(r, stager.Scenario{Name: "generic", Layout: generic})
+			var node *stager.FakeNode
+			harness, node, err = setUp(r, stager.Scenario{Name: "generic", Layout: generic})
 			Expect(err).NotTo(HaveOccurred())
 
-			first, err = lab.Stage(ctx, node)
+			first, err = harness.Stage(ctx, node)
 			Expect(err).NotTo(HaveOccurred(), "the first run could not be made:\n%s", first.Log)
-			Expect(writeArtifact(r, "STG-04", "generic", "Generic Linux layout: before/after staging", lab, first)).To(Succeed())
+			Expect(writeArtifact(r, "STG-04", "generic", "Generic Linux layout: before/after staging", harness, first)).To(Succeed())
 
-			second, err = lab.Stage(ctx, node)
+			second, err = harness.Stage(ctx, node)
 			Expect(err).NotTo(HaveOccurred(), "the second run could not be made:\n%s", second.Log)
-			Expect(writeArtifact(r, "STG-03", "generic-second-run", "Generic Linux layout: staging again, as when the Multus pod is recreated", lab, second)).To(Succeed())
+			Expect(writeArtifact(r, "STG-03", "generic-second-run", "Generic Linux layout: staging again, as when the Multus pod is recreated", harness, second)).To(Succeed())
 		})
 
 		// "It installs 14 of the upstream reference plugins"
 		It("[STG-01] installs exactly the 14 reference plugins, byte-identical to the image's copies, mode 0755", labels.Claim("STG-01"), func() {
-			Expect(first.LogLines()).NotTo(ContainElement(skipLine), skippedStaging(lab))
-			Expect(first.After.Files).To(cnibin.HoldTheFourteen(imagePlugins(lab)).AndNothingElseWritten(written(first)).Showing(describeRun(first)))
+			Expect(first.LogLines()).NotTo(ContainElement(skipLine), skippedStaging(harness))
+			Expect(first.After.Files).To(cnibin.HoldTheFourteen(imagePlugins(harness)).AndNothingElseWritten(written(first)).Showing(describeRun(first)))
 		})
 
 		// "[It] leaves loopback, dhcp, dummy and tap alone." and CLAIMS.md STG-02: "nor any file that is not an image plugin (flannel, cilium-cni, ...)"
@@ -51,7 +51,7 @@ func installSpecs(r *run.Run) {
 					c := res.Change(p)
 					Expect(c.Verdict).To(Equal(stager.Untouched),
 						"%s must keep its inode, bytes, mode and mtime (held inode still at the name: %v, still reads its bytes: %v): %s\n%s",
-						p, c.Held.AtName, c.Held.ContentKept, atFault(lab, p), describeRun(res))
+						p, c.Held.AtName, c.Held.ContentKept, atFault(harness, p), describeRun(res))
 				}
 			}
 		})
@@ -62,7 +62,7 @@ func installSpecs(r *run.Run) {
 			Expect(c.Before).NotTo(BeNil())
 			Expect(c.Before.Pristine).To(BeFalse(), "the layout's bridge must be a patched copy")
 			Expect(c.Verdict).To(Equal(stager.Replaced), "\n%s", describeRun(first))
-			Expect(c.After.Hash).To(Equal(lab.ImageHash("bridge")))
+			Expect(c.After.Hash).To(Equal(harness.ImageHash("bridge")))
 		})
 
 		// "it tries to replace any file of the same name already in that directory"
@@ -82,7 +82,7 @@ func installSpecs(r *run.Run) {
 			for _, p := range stager.StagedPlugins {
 				c := second.Change(p)
 				Expect(c.Verdict).To(Equal(stager.Replaced), "%s "+failures.OnTheSecondRun+"\n%s", p, describeRun(second))
-				Expect(c.After.Hash).To(Equal(lab.ImageHash(p)))
+				Expect(c.After.Hash).To(Equal(harness.ImageHash(p)))
 			}
 		})
 
@@ -91,20 +91,20 @@ func installSpecs(r *run.Run) {
 			older := 0
 			for _, p := range stager.StagedPlugins {
 				c := first.Change(p)
-				if c.Before != nil && c.Before.Version == lab.OlderVersion() {
+				if c.Before != nil && c.Before.Version == harness.OlderVersion() {
 					older++
 				}
 				Expect(c.After).NotTo(BeNil(), "%s missing afterwards", p)
-				Expect(c.After.Version).To(Equal(lab.ImageVersion()), "%s: %s before, %s after\n%s", p, describeFile(c.Before), c.After.Describe(), describeRun(first))
+				Expect(c.After.Version).To(Equal(harness.ImageVersion()), "%s: %s before, %s after\n%s", p, describeFile(c.Before), c.After.Describe(), describeRun(first))
 				Expect(c.After.Pristine).To(BeTrue(), "%s is not the image's copy", p)
 			}
-			Expect(older).To(BeNumerically(">", 0), "the generic layout must carry staged plugins from %s for this to prove anything", lab.OlderVersion())
+			Expect(older).To(BeNumerically(">", 0), "the generic layout must carry staged plugins from %s for this to prove anything", harness.OlderVersion())
 		})
 
 		// "No temporary file is left in /opt/cni/bin after a run" (CLAIMS.md)
 		It("[STG-08] leaves no temporary file behind", labels.Claim("STG-08"), func() {
-			Expect(leftovers(lab, first)).To(BeEmpty(), failures.NoTemporaryFile+" after the first run")
-			Expect(leftovers(lab, second)).To(BeEmpty(), failures.NoTemporaryFile+" after the second run")
+			Expect(leftovers(harness, first)).To(BeEmpty(), failures.NoTemporaryFile+" after the first run")
+			Expect(leftovers(harness, second)).To(BeEmpty(), failures.NoTemporaryFile+" after the second run")
 		})
 	})
 }

@@ -18,7 +18,7 @@ import (
 // does with it: the cases Cozystack's own contract test of its script
 // covers (hack/multus-install-cni-plugins.bats), kept to those the guide
 // and CLAIMS.md back. The killed run is the script under test's own: the
-// lab stalls its copy of a plugin mid-file and kills it (SIGKILL, as at a
+// harness stalls its copy of a plugin mid-file and kills it (SIGKILL, as at a
 // node's shutdown), and observes what it left; no temporary name is
 // assumed. Every run is under the manifest's securityContext.
 
@@ -45,7 +45,7 @@ func killedSpecs(r *run.Run) {
 			}
 			Context(title, Ordered, ContinueOnFailure, func() {
 				var (
-					lab      *stager.Lab
+					harness  *stager.Harness
 					killed   stager.Result
 					res      stager.Result
 					stranded []string
@@ -54,24 +54,24 @@ func killedSpecs(r *run.Run) {
 				BeforeAll(func(ctx SpecContext) {
 					l, err := layout(want.layout)
 					Expect(err).NotTo(HaveOccurred())
-					var node *stager.Node
-					lab, node, err = setUp(r, stager.Scenario{Name: name, Layout: l})
+					var node *stager.FakeNode
+					harness, node, err = setUp(r, stager.Scenario{Name: name, Layout: l})
 					Expect(err).NotTo(HaveOccurred())
 
-					killed, err = lab.StageKilled(ctx, node, stalled)
+					killed, err = harness.StageKilled(ctx, node, stalled)
 					if errors.Is(err, stager.ErrNotInterrupted) {
 						Skip("no killed run can be made of this script: " + err.Error() + "\n" + killed.Log)
 					}
 					Expect(err).NotTo(HaveOccurred(), "the killed run could not be made:\n%s", killed.Log)
-					Expect(writeArtifact(r, "STG-08", name+"-killed-run", "A run killed while copying "+stalled, lab, killed)).To(Succeed())
-					stranded = lab.Stranded(killed)
+					Expect(writeArtifact(r, "STG-08", name+"-killed-run", "A run killed while copying "+stalled, harness, killed)).To(Succeed())
+					stranded = harness.Stranded(killed)
 
 					if want.dropped {
 						Expect(node.DropFromImage(stalled)).To(Succeed())
 					}
-					res, err = lab.Stage(ctx, node)
+					res, err = harness.Stage(ctx, node)
 					Expect(err).NotTo(HaveOccurred(), "the run could not be made:\n%s", res.Log)
-					Expect(writeArtifact(r, "STG-08", name, "Staging after a run killed while copying "+stalled, lab, res)).To(Succeed())
+					Expect(writeArtifact(r, "STG-08", name, "Staging after a run killed while copying "+stalled, harness, res)).To(Succeed())
 				})
 
 				// CLAIMS.md STG-08: "No temporary file is left in /opt/cni/bin after a run, failed or not."
@@ -84,7 +84,7 @@ func killedSpecs(r *run.Run) {
 						_, still := res.After.Get(n)
 						Expect(still).To(BeFalse(), "%s, "+failures.KilledRunLeftover+" after the next run\nkilled run:\n%s\nnext run:\n%s", n, describeRun(killed), describeRun(res))
 					}
-					Expect(leftovers(lab, res)).To(BeEmpty(), failures.NoTemporaryFile+"\n%s", describeRun(res))
+					Expect(leftovers(harness, res)).To(BeEmpty(), failures.NoTemporaryFile+"\n%s", describeRun(res))
 				})
 			})
 		}
@@ -93,7 +93,7 @@ func killedSpecs(r *run.Run) {
 
 // A temporary path an earlier run left that no rm can clear (a directory
 // holding an immutable file), at the name the script under test was seen
-// to use (Lab.TempPaths). Copying into it and renaming it publishes a
+// to use (Harness.TempPaths). Copying into it and renaming it publishes a
 // directory as the plugin.
 func unclearableSpecs(r *run.Run) {
 	Describe("Staging when a temporary path from an earlier run will not clear", labels.Stager, func() {
@@ -109,17 +109,17 @@ func unclearableSpecs(r *run.Run) {
 			name := "unclearable-temp-" + want.layout + "-" + want.plugin
 			Context("for "+want.plugin+" on a "+want.layout+" node", Ordered, ContinueOnFailure, func() {
 				var (
-					lab   *stager.Lab
-					res   stager.Result
-					fault stager.Fault
+					harness *stager.Harness
+					res     stager.Result
+					fault   stager.Fault
 				)
 
 				BeforeAll(func(ctx SpecContext) {
 					l, err := layout(want.layout)
 					Expect(err).NotTo(HaveOccurred())
-					lab, err = newLab(r)
+					harness, err = newHarness(r)
 					Expect(err).NotTo(HaveOccurred())
-					paths, probe, err := lab.TempPaths(ctx, l, want.plugin)
+					paths, probe, err := harness.TempPaths(ctx, l, want.plugin)
 					if errors.Is(err, stager.ErrNotInterrupted) {
 						Skip("no killed run can be made of this script, so its temporary path is unknown: " + err.Error() + "\n" + probe.Log)
 					}
@@ -128,19 +128,19 @@ func unclearableSpecs(r *run.Run) {
 						Skip("a run killed mid-copy left nothing in /opt/cni/bin: the script writes its copy elsewhere, so no temporary path of its can be in the way\n" + describeRun(probe))
 					}
 					fault = stager.UnclearableAt(want.plugin, paths)
-					node, err := lab.Prepare(stager.Scenario{Name: name, Layout: l, Faults: []stager.Fault{fault}})
+					node, err := harness.Prepare(stager.Scenario{Name: name, Layout: l, Faults: []stager.Fault{fault}})
 					Expect(err).NotTo(HaveOccurred())
 					DeferCleanup(node.Close)
-					res, err = lab.Stage(ctx, node)
+					res, err = harness.Stage(ctx, node)
 					Expect(err).NotTo(HaveOccurred(), "the run could not be made:\n%s", res.Log)
-					Expect(writeArtifact(r, "STG-05", name, "Staging with "+fault.String(), lab, res)).To(Succeed())
+					Expect(writeArtifact(r, "STG-05", name, "Staging with "+fault.String(), harness, res)).To(Succeed())
 				})
 
 				// "A plugin it fails to write is reported and skipped rather than removed, so whatever
 				// was there stays — an older copy where the node had one, and nothing at all where it did not."
 				It("[STG-05] does not publish the temporary path as the plugin: the node's copy stays, nothing appears where there was none, the rest is installed", labels.Claim("STG-05"), func() {
 					c := res.Change(want.plugin)
-					installed := wrote(res, want.plugin) && c.After.Kind == "file" && c.After.Hash == lab.ImageHash(want.plugin) && c.After.Perm == fs.FileMode(0o755)
+					installed := wrote(res, want.plugin) && c.After.Kind == "file" && c.After.Hash == harness.ImageHash(want.plugin) && c.After.Perm == fs.FileMode(0o755)
 					if !installed {
 						if c.Before == nil {
 							Expect(c.Verdict).To(Equal(stager.Absent), "%s: "+failures.NothingAppears+", yet it is now a %s (%s)\n%s", want.plugin, describeFile(c.After), fault, describeRun(res))
@@ -149,7 +149,7 @@ func unclearableSpecs(r *run.Run) {
 						}
 					}
 					var others []string
-					for _, p := range notInstalled(lab, res) {
+					for _, p := range notInstalled(harness, res) {
 						if p != want.plugin {
 							others = append(others, p)
 						}

@@ -53,14 +53,14 @@ func layoutSpecs(r *run.Run) {
 		for _, want := range platformLayouts {
 			Context("on a "+want.layout+" node", Ordered, ContinueOnFailure, func() {
 				var (
-					lab *stager.Lab
-					res stager.Result
+					harness *stager.Harness
+					res     stager.Result
 				)
 
 				BeforeAll(func(ctx SpecContext) {
 					l, err := layout(want.layout)
 					Expect(err).NotTo(HaveOccurred())
-					lab, res, err = stageOnce(ctx, r, stager.Scenario{Name: want.layout, Layout: l}, "STG-04", l.Title+" layout: before/after staging")
+					harness, res, err = stageOnce(ctx, r, stager.Scenario{Name: want.layout, Layout: l}, "STG-04", l.Title+" layout: before/after staging")
 					Expect(err).NotTo(HaveOccurred())
 				})
 
@@ -74,7 +74,7 @@ func layoutSpecs(r *run.Run) {
 							added = append(added, c.Name)
 						case stager.Replaced, stager.RewrittenInPlace:
 							rewritten = append(rewritten, c.Name)
-							Expect(c.Before.Version).To(Equal(lab.ImageVersion()), "%s: the guide's rewritten files carry the image's version on both sides", c.Name)
+							Expect(c.Before.Version).To(Equal(harness.ImageVersion()), "%s: the guide's rewritten files carry the image's version on both sides", c.Name)
 						}
 					}
 					Expect(added).To(HaveLen(want.added), "the layout's missing plugins must be added; added: %v\n%s", added, describeRun(res))
@@ -85,29 +85,29 @@ func layoutSpecs(r *run.Run) {
 					for _, p := range stager.StagedPlugins {
 						f, ok := res.After.Get(p)
 						Expect(ok).To(BeTrue(), "%s missing afterwards", p)
-						Expect(f.Version).To(Equal(lab.ImageVersion()), "%s afterwards: %s", p, f.Describe())
+						Expect(f.Version).To(Equal(harness.ImageVersion()), "%s afterwards: %s", p, f.Describe())
 					}
 				})
 
 				// "It installs 14 of the upstream reference plugins"
 				It("[STG-01] leaves the 14 reference plugins, byte-identical to the image's, mode 0755, and nothing else new", labels.Claim("STG-01"), func() {
-					Expect(res.LogLines()).NotTo(ContainElement(skipLine), skippedStaging(lab))
-					Expect(res.After.Files).To(cnibin.HoldTheFourteen(imagePlugins(lab)).AndNothingElseWritten(written(res)).Showing(describeRun(res)))
+					Expect(res.LogLines()).NotTo(ContainElement(skipLine), skippedStaging(harness))
+					Expect(res.After.Files).To(cnibin.HoldTheFourteen(imagePlugins(harness)).AndNothingElseWritten(written(res)).Showing(describeRun(res)))
 				})
 
 				// "[It] leaves loopback, dhcp, dummy and tap alone" — and CLAIMS.md STG-02: "nor any file that is not an image plugin".
 				It("[STG-02] leaves loopback, dhcp, dummy, tap and foreign plugins alone: present ones untouched, absent ones absent", labels.Claim("STG-02"), func() {
 					for _, n := range want.untouched {
-						Expect(res.Change(n).Verdict).To(Equal(stager.Untouched), "%s: %s\n%s", n, atFault(lab, n), describeRun(res))
+						Expect(res.Change(n).Verdict).To(Equal(stager.Untouched), "%s: %s\n%s", n, atFault(harness, n), describeRun(res))
 					}
 					for _, n := range want.absent {
-						Expect(res.Change(n).Verdict).To(Equal(stager.Absent), "%s appeared: %s\n%s", n, atFault(lab, n), describeRun(res))
+						Expect(res.Change(n).Verdict).To(Equal(stager.Absent), "%s appeared: %s\n%s", n, atFault(harness, n), describeRun(res))
 					}
 				})
 
 				// "No temporary file is left in /opt/cni/bin after a run" (CLAIMS.md)
 				It("[STG-08] leaves no temporary file behind", labels.Claim("STG-08"), func() {
-					Expect(leftovers(lab, res)).To(BeEmpty(), failures.NoTemporaryFile)
+					Expect(leftovers(harness, res)).To(BeEmpty(), failures.NoTemporaryFile)
 				})
 			})
 		}

@@ -48,11 +48,11 @@ func Specs(r *run.Run) {
 	cniPathSpecs(r)
 }
 
-// newLab builds a lab from the run's flags; it is removed when the
+// newHarness builds a harness from the run's flags; it is removed when the
 // container is done.
-func newLab(r *run.Run) (*stager.Lab, error) {
+func newHarness(r *run.Run) (*stager.Harness, error) {
 	cfg := r.Config()
-	lab, err := stager.NewLab(stager.Options{
+	harness, err := stager.NewHarness(stager.Options{
 		Manifest:     cfg.StagerManifest,
 		Image:        cfg.StagerImage,
 		Pinned:       cfg.StagerPinned(),
@@ -64,44 +64,44 @@ func newLab(r *run.Run) (*stager.Lab, error) {
 	if err != nil {
 		return nil, err
 	}
-	DeferCleanup(lab.Close)
-	return lab, nil
+	DeferCleanup(harness.Close)
+	return harness, nil
 }
 
-// setUp builds a lab and prepares the scenario's node; both are removed
+// setUp builds a harness and prepares the scenario's fake node; both are removed
 // when the container is done.
-func setUp(r *run.Run, sc stager.Scenario) (*stager.Lab, *stager.Node, error) {
-	lab, err := newLab(r)
+func setUp(r *run.Run, sc stager.Scenario) (*stager.Harness, *stager.FakeNode, error) {
+	harness, err := newHarness(r)
 	if err != nil {
 		return nil, nil, err
 	}
-	node, err := lab.Prepare(sc)
+	node, err := harness.Prepare(sc)
 	if err != nil {
 		return nil, nil, err
 	}
 	DeferCleanup(node.Close)
-	return lab, node, nil
+	return harness, node, nil
 }
 
 // stageOnce prepares the scenario, stages once and records the evidence
 // under claim.
-func stageOnce(ctx context.Context, r *run.Run, sc stager.Scenario, claim, title string) (*stager.Lab, stager.Result, error) {
-	lab, node, err := setUp(r, sc)
+func stageOnce(ctx context.Context, r *run.Run, sc stager.Scenario, claim, title string) (*stager.Harness, stager.Result, error) {
+	harness, node, err := setUp(r, sc)
 	if err != nil {
 		return nil, stager.Result{}, err
 	}
-	res, err := lab.Stage(ctx, node)
+	res, err := harness.Stage(ctx, node)
 	if err != nil {
-		return lab, res, fmt.Errorf("the run could not be made: %w\n%s", err, res.Log)
+		return harness, res, fmt.Errorf("the run could not be made: %w\n%s", err, res.Log)
 	}
-	return lab, res, writeArtifact(r, claim, sc.Name, title, lab, res)
+	return harness, res, writeArtifact(r, claim, sc.Name, title, harness, res)
 }
 
 // stagedRun is the one staging run an Ordered container's specs share:
 // made by its BeforeAll (stageInBeforeAll), read by the specs after it.
 type stagedRun struct {
-	lab *stager.Lab
-	res stager.Result
+	harness *stager.Harness
+	res     stager.Result
 }
 
 // stageInBeforeAll registers the container's BeforeAll: sc staged once onto
@@ -112,7 +112,7 @@ func stageInBeforeAll(r *run.Run, node string, sc stager.Scenario, claim, title 
 		l, err := layout(node)
 		Expect(err).NotTo(HaveOccurred())
 		sc.Layout = l
-		s.lab, s.res, err = stageOnce(ctx, r, sc, claim, title)
+		s.harness, s.res, err = stageOnce(ctx, r, sc, claim, title)
 		Expect(err).NotTo(HaveOccurred())
 	})
 	return s
@@ -122,7 +122,7 @@ func stageInBeforeAll(r *run.Run, node string, sc stager.Scenario, claim, title 
 func itLeavesNoTemporaryFile(s *stagedRun) {
 	// "No temporary file is left in /opt/cni/bin after a run, failed or not" (CLAIMS.md)
 	It("[STG-08] leaves no temporary file behind", labels.Claim("STG-08"), func() {
-		Expect(leftovers(s.lab, s.res)).To(BeEmpty(), failures.NoTemporaryFile+"\n%s", describeRun(s.res))
+		Expect(leftovers(s.harness, s.res)).To(BeEmpty(), failures.NoTemporaryFile+"\n%s", describeRun(s.res))
 	})
 }
 
@@ -141,9 +141,9 @@ func layout(name string) (stager.Layout, error) {
 
 // writeArtifact records a run for the report:
 // <report-dir>/artifacts/<claim>/<scenario>.md.
-func writeArtifact(r *run.Run, claim, scenario, title string, lab *stager.Lab, res stager.Result) error {
+func writeArtifact(r *run.Run, claim, scenario, title string, harness *stager.Harness, res stager.Result) error {
 	p := r.Artifacts().Path(claim, scenario+".md")
-	if err := os.WriteFile(p, []byte(res.Report(title, lab.Subject)), 0o644); err != nil {
+	if err := os.WriteFile(p, []byte(res.Report(title, harness.InitContainer)), 0o644); err != nil {
 		return err
 	}
 	GinkgoWriter.Printf("stager evidence: %s\n", p)
@@ -165,10 +165,10 @@ func written(res stager.Result) []string {
 // leftovers lists names present after the run that were not there before
 // and are neither staged plugins nor plugins the image offers (those are
 // STG-01/02's to judge): temporary files, in practice.
-func leftovers(lab *stager.Lab, res stager.Result) []string {
+func leftovers(harness *stager.Harness, res stager.Result) []string {
 	var out []string
 	for _, n := range res.After.Names() {
-		if _, before := res.Before.Get(n); !before && !stager.IsStaged(n) && !lab.Image.Offers(n) {
+		if _, before := res.Before.Get(n); !before && !stager.IsStaged(n) && !harness.Image.Offers(n) {
 			out = append(out, n)
 		}
 	}
@@ -193,11 +193,11 @@ func names(line string) []string {
 
 // notInstalled lists the staged plugins that are not the image's copy
 // afterwards, in the order staging attempts them.
-func notInstalled(lab *stager.Lab, res stager.Result) []string {
+func notInstalled(harness *stager.Harness, res stager.Result) []string {
 	var out []string
 	for _, p := range stager.StagedPlugins {
 		f, ok := res.After.Get(p)
-		if !ok || f.Kind != "file" || f.Hash != lab.ImageHash(p) {
+		if !ok || f.Kind != "file" || f.Hash != harness.ImageHash(p) {
 			out = append(out, p)
 		}
 	}
@@ -206,17 +206,17 @@ func notInstalled(lab *stager.Lab, res stager.Result) []string {
 
 // atFault names the half of the package that put name on the node
 // (CLAIMS.md STG-02: "A failure names the half at fault").
-func atFault(lab *stager.Lab, name string) string {
-	if lab.Image.Offers(name) {
-		return fmt.Sprintf(failures.ImageCarried+" %s at /cni-plugins/%s (%s) and the script installed it", name, name, lab.Image)
+func atFault(harness *stager.Harness, name string) string {
+	if harness.Image.Offers(name) {
+		return fmt.Sprintf(failures.ImageCarried+" %s at /cni-plugins/%s (%s) and the script installed it", name, name, harness.Image)
 	}
-	return fmt.Sprintf("the script wrote %s, which the image did not offer (its /cni-plugins: %s)", name, lab.Image.Listing())
+	return fmt.Sprintf("the script wrote %s, which the image did not offer (its /cni-plugins: %s)", name, harness.Image.Listing())
 }
 
 // imagePlugins is the image's /cni-plugins as STG-01's matcher takes it.
-func imagePlugins(lab *stager.Lab) cnibin.Image {
+func imagePlugins(harness *stager.Harness) cnibin.Image {
 	out := cnibin.Image{}
-	for _, e := range lab.Image.Entries {
+	for _, e := range harness.Image.Entries {
 		if e.Kind == "file" {
 			out[e.Name] = e.Hash
 		}
@@ -227,8 +227,8 @@ func imagePlugins(lab *stager.Lab) cnibin.Image {
 // skippedStaging is STG-01's failure when the image has no /cni-plugins:
 // the guide's own line, as the script logged it, then the image by its
 // reference (the release's pinned one, with --image-archive).
-func skippedStaging(lab *stager.Lab) string {
-	return fmt.Sprintf("install-cni-plugins logged `%s` and installed none of the 14 from %s", skipLine, lab.Image)
+func skippedStaging(harness *stager.Harness) string {
+	return fmt.Sprintf("install-cni-plugins logged `%s` and installed none of the 14 from %s", skipLine, harness.Image)
 }
 
 // describeRun is the context a failed assertion prints.

@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Options parameterise a Lab (from the suite's flags).
+// Options parameterise a Harness (from the suite's flags).
 type Options struct {
 	Manifest string // --stager-manifest
 	// Image is --stager-image: the multus image's root (see CheckImage).
@@ -29,46 +29,48 @@ type Options struct {
 	WorkDir      string // --work-dir ("" = the system temp dir)
 }
 
-// Lab builds node directories and images from scenarios and runs the
-// subject against them. Close removes everything it made.
-type Lab struct {
-	Subject  Subject
-	Security Security
-	Image    ImageInfo
-	release  string // abs release dirs
-	older    string
-	payload  string // the image's /cni-plugins, as files
-	dir      string
-	cat      *catalog
-	nodes    []*Node
+// Harness is where the init container runs without a container runtime:
+// it builds fake nodes (node directories and images) from scenarios and
+// runs the init container against them. Close removes everything it made.
+type Harness struct {
+	InitContainer InitContainer
+	Security      Security
+	Image         ImageInfo
+	release       string // abs release dirs
+	older         string
+	payload       string // the image's /cni-plugins, as files
+	dir           string
+	cat           *catalog
+	nodes         []*FakeNode
 }
 
-// NewLab reads the subject from the manifest and hashes the releases.
-func NewLab(o Options) (*Lab, error) {
+// NewHarness reads the init container from the manifest and hashes the
+// releases.
+func NewHarness(o Options) (*Harness, error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("the container-less stager run needs root (mount namespace, binds, chroot)")
 	}
-	subj, err := LoadSubject(o.Manifest)
+	ic, err := LoadInitContainer(o.Manifest)
 	if err != nil {
 		return nil, err
 	}
-	sec, err := subj.Security()
+	sec, err := ic.Security()
 	if err != nil {
 		return nil, err
 	}
-	l := &Lab{Subject: subj, Security: sec}
-	if l.release, err = filepath.Abs(o.Release); err != nil {
+	h := &Harness{InitContainer: ic, Security: sec}
+	if h.release, err = filepath.Abs(o.Release); err != nil {
 		return nil, err
 	}
-	if l.older, err = filepath.Abs(o.OlderRelease); err != nil {
+	if h.older, err = filepath.Abs(o.OlderRelease); err != nil {
 		return nil, err
 	}
-	base0, err := catalogOf(l.release, l.older)
+	base0, err := catalogOf(h.release, h.older)
 	if err != nil {
 		return nil, err
 	}
-	if base0.version[l.release] == base0.version[l.older] {
-		return nil, fmt.Errorf("--plugin-dir and --old-plugin-dir both hold %s: the layouts need an older release", base0.version[l.release])
+	if base0.version[h.release] == base0.version[h.older] {
+		return nil, fmt.Errorf("--plugin-dir and --old-plugin-dir both hold %s: the layouts need an older release", base0.version[h.release])
 	}
 	base := o.WorkDir
 	if base == "" {
@@ -80,56 +82,57 @@ func NewLab(o Options) (*Lab, error) {
 	if err := sweep(base); err != nil {
 		return nil, err
 	}
-	if l.dir, err = os.MkdirTemp(base, "stager-cni-*"); err != nil {
+	if h.dir, err = os.MkdirTemp(base, "stager-cni-*"); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(l.dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
-		return nil, errors.Join(err, os.RemoveAll(l.dir))
+	if err := os.WriteFile(filepath.Join(h.dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return nil, errors.Join(err, os.RemoveAll(h.dir))
 	}
-	if err := l.loadImage(o, base0); err != nil {
-		return nil, errors.Join(err, os.RemoveAll(l.dir))
+	if err := h.loadImage(o, base0); err != nil {
+		return nil, errors.Join(err, os.RemoveAll(h.dir))
 	}
-	return l, nil
+	return h, nil
 }
 
 // ImageVersion is the release the image must carry (e.g. v1.9.1): the one
 // at --plugin-dir, as the guide has "the same upstream version (v1.9.1 on
 // both sides)".
-func (l *Lab) ImageVersion() string { return l.cat.version[l.release] }
+func (h *Harness) ImageVersion() string { return h.cat.version[h.release] }
 
 // OlderVersion is the older release layouts use (e.g. v1.6.2).
-func (l *Lab) OlderVersion() string { return l.cat.version[l.older] }
+func (h *Harness) OlderVersion() string { return h.cat.version[h.older] }
 
 // ImageHash is the content hash of the image's copy of plugin ("" when the
 // image does not carry it).
-func (l *Lab) ImageHash(plugin string) string {
-	if e, ok := l.Image.Entry(plugin); ok && e.Kind == "file" {
+func (h *Harness) ImageHash(plugin string) string {
+	if e, ok := h.Image.Entry(plugin); ok && e.Kind == "file" {
 		return e.Hash
 	}
 	return ""
 }
 
 // OlderHash is the content hash of the older release's copy of plugin.
-func (l *Lab) OlderHash(plugin string) string {
-	return l.cat.byName[l.OlderVersion()+"/"+plugin]
+func (h *Harness) OlderHash(plugin string) string {
+	return h.cat.byName[h.OlderVersion()+"/"+plugin]
 }
 
-// Close closes every node still open and removes the lab's directory.
-func (l *Lab) Close() error {
+// Close closes every fake node still open and removes the harness's
+// directory.
+func (h *Harness) Close() error {
 	var errs []error
-	for _, n := range l.nodes {
+	for _, n := range h.nodes {
 		errs = append(errs, n.Close())
 	}
-	l.nodes = nil
-	if l.dir != "" {
-		errs = append(errs, os.RemoveAll(l.dir))
+	h.nodes = nil
+	if h.dir != "" {
+		errs = append(errs, os.RemoveAll(h.dir))
 	}
 	return errors.Join(errs...)
 }
 
-// Node is one prepared scenario: a node directory standing for the node's
-// /opt/cni/bin, and the image the subject will see.
-type Node struct {
+// FakeNode is one prepared scenario: a node directory standing for a node's
+// /opt/cni/bin, and the image the init container will see there.
+type FakeNode struct {
 	Scenario Scenario
 	// Dir is the node's /opt/cni/bin as the node (and the suite) sees it.
 	Dir          string
@@ -150,16 +153,16 @@ func standIn(name string) []byte {
 }
 
 // Prepare builds the scenario's node directory and image. The caller must
-// Close the node (Lab.Close does it too).
-func (l *Lab) Prepare(sc Scenario) (*Node, error) {
+// Close the fake node (Harness.Close does it too).
+func (h *Harness) Prepare(sc Scenario) (*FakeNode, error) {
 	if sc.Name == "" || strings.ContainsAny(sc.Name, "/ ") {
 		return nil, fmt.Errorf("scenario name %q: want a short name without slashes or spaces", sc.Name)
 	}
-	n := &Node{Scenario: sc, base: filepath.Join(l.dir, sc.Name)}
+	n := &FakeNode{Scenario: sc, base: filepath.Join(h.dir, sc.Name)}
 	if err := os.Mkdir(n.base, 0o755); err != nil {
 		return nil, err
 	}
-	l.nodes = append(l.nodes, n)
+	h.nodes = append(h.nodes, n)
 	n.Dir = filepath.Join(n.base, "node", "opt", "cni", "bin")
 	if err := os.MkdirAll(n.Dir, 0o755); err != nil {
 		return n, err
@@ -176,7 +179,7 @@ func (l *Lab) Prepare(sc Scenario) (*Node, error) {
 		}
 		n.tmpfs = true
 	}
-	if err := l.populate(n.Dir, sc.Layout); err != nil {
+	if err := h.populate(n.Dir, sc.Layout); err != nil {
 		return n, err
 	}
 	if full >= 0 {
@@ -190,7 +193,7 @@ func (l *Lab) Prepare(sc Scenario) (*Node, error) {
 			return n, fmt.Errorf("shrink the tmpfs at %s to %d bytes: %w", n.Dir, used+full, err)
 		}
 	}
-	if err := l.buildImage(n, sc); err != nil {
+	if err := h.buildImage(n, sc); err != nil {
 		return n, err
 	}
 	for _, f := range sc.Faults {
@@ -201,7 +204,7 @@ func (l *Lab) Prepare(sc Scenario) (*Node, error) {
 	return n, nil
 }
 
-func (l *Lab) populate(dir string, lay Layout) error {
+func (h *Harness) populate(dir string, lay Layout) error {
 	for _, f := range lay.Files {
 		dst := filepath.Join(dir, f.Name)
 		plugin := f.Plugin
@@ -211,11 +214,11 @@ func (l *Lab) populate(dir string, lay Layout) error {
 		var err error
 		switch f.From {
 		case FromImage: // the node's own copy of the release, not the multus image's
-			err = copyFile(filepath.Join(l.release, plugin), dst, 0o755)
+			err = copyFile(filepath.Join(h.release, plugin), dst, 0o755)
 		case FromOlder:
-			err = copyFile(filepath.Join(l.older, plugin), dst, 0o755)
+			err = copyFile(filepath.Join(h.older, plugin), dst, 0o755)
 		case FromImagePatched:
-			if err = copyFile(filepath.Join(l.release, plugin), dst, 0o755); err == nil {
+			if err = copyFile(filepath.Join(h.release, plugin), dst, 0o755); err == nil {
 				err = appendFile(dst, []byte(patchMarker))
 			}
 		case FromStandIn:
@@ -233,9 +236,9 @@ func (l *Lab) populate(dir string, lay Layout) error {
 }
 
 // buildImage gives the node its own copy of the image's /cni-plugins at
-// <base>/image/cni-plugins (not a bind of the lab's: the subject may move or
-// chmod what it finds, and faults change it).
-func (l *Lab) buildImage(n *Node, sc Scenario) error {
+// <base>/image/cni-plugins (not a bind of the harness's: the subject may
+// move or chmod what it finds, and faults change it).
+func (h *Harness) buildImage(n *FakeNode, sc Scenario) error {
 	n.imageDir = filepath.Join(n.base, "image")
 	if err := os.Mkdir(n.imageDir, 0o755); err != nil {
 		return err
@@ -244,19 +247,19 @@ func (l *Lab) buildImage(n *Node, sc Scenario) error {
 	if sc.Image == ImageWithoutPluginsDir {
 		return nil
 	}
-	if sc.Image == ImageWithPlugins && l.Image.NoPluginsDir {
-		n.imageSummary = l.Image.String() // the pinned image, as it is
+	if sc.Image == ImageWithPlugins && h.Image.NoPluginsDir {
+		n.imageSummary = h.Image.String() // the pinned image, as it is
 		return nil
 	}
 	dst := filepath.Join(n.imageDir, PluginsDir)
 	if sc.Image == ImageWithEmptyPluginsDir {
 		return os.Mkdir(dst, 0o755)
 	}
-	n.imageSummary = l.Image.String()
-	return copyTree(l.payload, dst)
+	n.imageSummary = h.Image.String()
+	return copyTree(h.payload, dst)
 }
 
-func (n *Node) inject(f Fault) error {
+func (n *FakeNode) inject(f Fault) error {
 	switch f.Kind {
 	case FullFileSystem:
 		return nil // mounted before the layout was written
@@ -306,7 +309,7 @@ func (n *Node) inject(f Fault) error {
 
 // Close lifts immutable flags, unmounts the node's tmpfs and removes the
 // scenario's directory. It is safe to call twice.
-func (n *Node) Close() error {
+func (n *FakeNode) Close() error {
 	if n.closed {
 		return nil
 	}
