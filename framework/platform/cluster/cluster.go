@@ -201,14 +201,14 @@ func Down(ctx context.Context, cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	nodes, err := k.Nodes()
+	containers, err := k.Containers()
 	if err != nil {
 		return err
 	}
 	var errs []error
 	var pids []int
-	for _, n := range nodes {
-		pid, err := kind.PID(ctx, cfg.Cluster.Runtime, n.Name)
+	for _, c := range containers {
+		pid, err := kind.PID(ctx, cfg.Cluster.Runtime, c.Name)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -213,28 +213,29 @@ func Find(name, runtime string) (*Cluster, error) {
 // Kubeconfig is the cluster's kubeconfig (external address).
 func (c *Cluster) Kubeconfig() (string, error) { return c.provider.KubeConfig(c.Name, false) }
 
-// Node is a node container.
-type Node struct {
+// Container is a node container: one node of the kind cluster as the
+// container runtime runs it.
+type Container struct {
 	Name string
 	Role string // control-plane, worker
 	node nodes.Node
 }
 
-// Nodes lists the node containers, sorted by name.
-func (c *Cluster) Nodes() ([]Node, error) {
+// Containers lists the node containers, sorted by name.
+func (c *Cluster) Containers() ([]Container, error) {
 	ns, err := c.provider.ListInternalNodes(c.Name)
 	if err != nil {
 		return nil, err
 	}
-	var out []Node
+	var out []Container
 	for _, n := range ns {
 		role, err := n.Role()
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Node{Name: n.String(), Role: role, node: n})
+		out = append(out, Container{Name: n.String(), Role: role, node: n})
 	}
-	slices.SortFunc(out, func(a, b Node) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b Container) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
@@ -266,7 +267,7 @@ func PID(ctx context.Context, runtime, container string) (int, error) {
 // reports whether any node needed it. Every node gets the images' digest
 // references too (digestRefs).
 func (c *Cluster) LoadArchive(path string) (loaded bool, err error) {
-	ns, err := c.Nodes()
+	ns, err := c.Containers()
 	if err != nil {
 		return false, err
 	}
@@ -296,7 +297,7 @@ func (c *Cluster) LoadArchive(path string) (loaded bool, err error) {
 	return loaded, errors.Join(errs...)
 }
 
-func load(n Node, path string) error {
+func load(n Container, path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -327,7 +328,7 @@ func ServiceSubnet(c *v1alpha4.Cluster) string {
 // its conntrack entry un-NATed to the proxy. One exec per node; a node that
 // has the rules already (a reused cluster) keeps them as they are.
 func (c *Cluster) RejectUndiverted(subnet string) error {
-	ns, err := c.Nodes()
+	ns, err := c.Containers()
 	if err != nil {
 		return err
 	}
