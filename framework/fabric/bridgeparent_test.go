@@ -39,7 +39,7 @@ func TestBridgeParentRefusedWhileAMacvlanChildHoldsTheParent(t *testing.T) {
 	if err := h.LinkAdd(child); err != nil {
 		t.Fatal(err)
 	}
-	n := &Node{Spec: NodeSpec{Name: "node-m", Address: addr}, Handle: h, Parent: "uplink.100"}
+	n := &NodeNetns{Spec: NodeSpec{Name: "node-m", Address: addr}, Handle: h, Parent: "uplink.100"}
 
 	if _, err := BridgeParent(n); !errors.Is(err, syscall.EBUSY) {
 		t.Fatalf("with a macvlan child on uplink.100: got %v, want EBUSY", err)

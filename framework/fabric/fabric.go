@@ -50,9 +50,9 @@ type Spec struct {
 type Fabric struct {
 	Spec    Spec
 	Gateway *Namespace // nil in vendor mode
-	Nodes   []*Node
-	made    []string // namespace names to delete, in creation order
-	cabled  []*Node  // nodes in namespaces the fabric did not make
+	Nodes   []*NodeNetns
+	made    []string     // namespace names to delete, in creation order
+	cabled  []*NodeNetns // nodes in namespaces the fabric did not make
 }
 
 // Names of the interfaces the guide uses.

@@ -38,8 +38,9 @@ type NodeSpec struct {
 	Netns string
 }
 
-// Node is a node's network namespace after provisioning.
-type Node struct {
+// NodeNetns is a node's network namespace as the fabric cabled it and
+// provisioned the guide's step 1 in it (or a broken variant: Wiring).
+type NodeNetns struct {
 	Spec   NodeSpec
 	Netns  string // path
 	Handle *netlink.Handle
@@ -48,7 +49,7 @@ type Node struct {
 }
 
 // addNode creates a node namespace, cables it and provisions its VLAN.
-func (f *Fabric) addNode(spec NodeSpec) (*Node, error) {
+func (f *Fabric) addNode(spec NodeSpec) (*NodeNetns, error) {
 	var ns *Namespace
 	if spec.Netns != "" {
 		var err error
@@ -62,7 +63,7 @@ func (f *Fabric) addNode(spec NodeSpec) (*Node, error) {
 		}
 		f.made = append(f.made, ns.Name)
 	}
-	n := &Node{Spec: spec, Netns: ns.Path, Handle: ns.Handle}
+	n := &NodeNetns{Spec: spec, Netns: ns.Path, Handle: ns.Handle}
 	if spec.Netns != "" {
 		f.cabled = append(f.cabled, n)
 	}
@@ -140,7 +141,7 @@ func (f *Fabric) vlanFor(w Wiring) int {
 // provision is the guide's step 1 on the node (or its broken variant). up
 // is the uplink in the node namespace; nil in vendor mode, where the
 // sub-interface already exists.
-func (f *Fabric) provision(n *Node, up netlink.Link) error {
+func (f *Fabric) provision(n *NodeNetns, up netlink.Link) error {
 	h := n.Handle
 	w := n.Spec.Wiring
 	if f.Spec.Untagged {
@@ -248,7 +249,7 @@ func DeleteBridge(h *netlink.Handle, node, name string) error {
 // sub-interface: EBUSY), the bridge is removed again, the node is left as
 // it was, and the error wraps the kernel's errno. undo returns the node to
 // its macvlan wiring.
-func BridgeParent(n *Node) (undo func() error, err error) {
+func BridgeParent(n *NodeNetns) (undo func() error, err error) {
 	h, name := n.Handle, n.Spec.Name
 	if n.Parent == "" {
 		return nil, fmt.Errorf("node %s has no VLAN sub-interface to bridge", name)

@@ -89,12 +89,12 @@ func New(ctx context.Context, cfg *config.Config) (*Lab, error) {
 		return nil, err
 	}
 	l.fab = fab
-	for _, fn := range fab.Nodes {
-		n, err := newNode(l, fn)
+	for _, nn := range fab.Nodes {
+		n, err := newNode(l, nn)
 		if err != nil {
 			return nil, errors.Join(err, l.Close(ctx))
 		}
-		if fn.Spec.Name == "node-m" {
+		if nn.Spec.Name == "node-m" {
 			l.macvlan = n
 		} else {
 			l.bridge = append(l.bridge, n)

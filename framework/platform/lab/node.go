@@ -17,16 +17,16 @@ import (
 // directory of links to the real plugin binaries, so one node can lack one).
 type node struct {
 	lab    *Lab
-	fab    *fabric.Node
+	fab    *fabric.NodeNetns
 	binDir string
 }
 
-func newNode(l *Lab, fn *fabric.Node) (*node, error) {
+func newNode(l *Lab, nn *fabric.NodeNetns) (*node, error) {
 	src, err := filepath.Abs(l.cfg.PluginDir)
 	if err != nil {
 		return nil, err
 	}
-	bin := filepath.Join(l.work, "nodes", fn.Spec.Name, "opt/cni/bin")
+	bin := filepath.Join(l.work, "nodes", nn.Spec.Name, "opt/cni/bin")
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		return nil, err
 	}
@@ -39,7 +39,7 @@ func newNode(l *Lab, fn *fabric.Node) (*node, error) {
 			return nil, err
 		}
 	}
-	return &node{lab: l, fab: fn, binDir: bin}, nil
+	return &node{lab: l, fab: nn, binDir: bin}, nil
 }
 
 func (n *node) Name() string          { return n.fab.Spec.Name }

@@ -92,9 +92,9 @@ func (c *Cabling) Cable(specs []fabric.NodeSpec, gw, otherGW netip.Prefix, untag
 		return nil, err
 	}
 	nodes.Bridge, nodes.Macvlan = nil, nil
-	for _, fn := range f.Nodes {
-		n := node.Cabled(nodes.PIDs[fn.Spec.Name], fn)
-		if fn.Spec.Wiring == fabric.MacvlanParent {
+	for _, nn := range f.Nodes {
+		n := node.Cabled(nodes.PIDs[nn.Spec.Name], nn)
+		if nn.Spec.Wiring == fabric.MacvlanParent {
 			nodes.Macvlan = n
 			continue
 		}

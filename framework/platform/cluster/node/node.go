@@ -20,16 +20,16 @@ import (
 // Node implements platform.Node.
 type Node struct {
 	name string
-	pid  int          // 0: not reachable from here (an existing cluster)
-	fab  *fabric.Node // the guide's step 1 in this node (kind only)
+	pid  int               // 0: not reachable from here (an existing cluster)
+	fab  *fabric.NodeNetns // the guide's step 1 in this node (kind only)
 	addr netip.Prefix
 }
 
 var _ platform.Node = (*Node)(nil)
 
 // Cabled is a kind node container the cabling built the guide's step 1 in.
-func Cabled(pid int, fn *fabric.Node) *Node {
-	return &Node{name: fn.Spec.Name, pid: pid, fab: fn, addr: fn.Spec.Address}
+func Cabled(pid int, nn *fabric.NodeNetns) *Node {
+	return &Node{name: nn.Spec.Name, pid: pid, fab: nn, addr: nn.Spec.Address}
 }
 
 // Named is a node known only by name (an existing cluster's).
@@ -127,4 +127,4 @@ func (n *Node) Serve(context.Context) (platform.Service, error) {
 }
 
 // Fabric is the guide's step 1 in the node (nil on an existing cluster).
-func (n *Node) Fabric() *fabric.Node { return n.fab }
+func (n *Node) Fabric() *fabric.NodeNetns { return n.fab }
