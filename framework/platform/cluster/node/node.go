@@ -17,7 +17,9 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/probe"
 )
 
-// Node implements platform.Node.
+// Node is the cluster tier's platform.Node: a kind node container reached
+// through its init process (Cabled), or an existing cluster's node known by
+// name only (Named). The lab tier's is platform/lab's node.
 type Node struct {
 	name string
 	pid  int               // 0: not reachable from here (an existing cluster)
