@@ -56,10 +56,10 @@ spec:
             path: /opt/cni/bin
 `
 
-func TestParseSubjectFromRenderedChart(t *testing.T) {
+func TestParseInitContainerFromRenderedChart(t *testing.T) {
 	s, err := ParseInitContainer([]byte(renderedChart), "chart.yaml")
 	if err != nil {
-		t.Fatalf("ParseSubject: %v", err)
+		t.Fatalf("ParseInitContainer: %v", err)
 	}
 	if got, want := s.Argv(), []string{"/bin/sh", "-c", "set -u\necho staging\n"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("Argv = %q, want %q", got, want)
@@ -85,7 +85,7 @@ func TestParseSubjectFromRenderedChart(t *testing.T) {
 
 // A chart template is not read around its actions: whatever part of it is
 // templated, it is refused, saying to render it.
-func TestParseSubjectRefusesChartTemplate(t *testing.T) {
+func TestParseInitContainerRefusesChartTemplate(t *testing.T) {
 	for name, mutate := range map[string]func(string) string{
 		"directives around the document": func(s string) string {
 			return "{{- if .Values.enabled }}\n" + s + "{{- end }}\n"
@@ -124,7 +124,7 @@ func TestParseSubjectRefusesChartTemplate(t *testing.T) {
 	}
 }
 
-func TestParseSubjectFromList(t *testing.T) {
+func TestParseInitContainerFromList(t *testing.T) {
 	list := `apiVersion: v1
 kind: List
 items:
@@ -166,7 +166,7 @@ items:
 	}
 }
 
-func TestParseSubjectErrors(t *testing.T) {
+func TestParseInitContainerErrors(t *testing.T) {
 	for name, tc := range map[string]struct{ in, want string }{
 		"no init container": {`apiVersion: apps/v1
 kind: DaemonSet

@@ -83,7 +83,7 @@ spec:
 // The release's pinned image without /cni-plugins (--image-archive) is run
 // as it is: the node sees no /cni-plugins, and the guide's script says
 // why it stages nothing.
-func TestLabRunsAPinnedImageWithoutPluginsDir(t *testing.T) {
+func TestHarnessRunsAPinnedImageWithoutPluginsDir(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}
