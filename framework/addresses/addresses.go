@@ -71,6 +71,12 @@ func HostLocalIPAM(subnet netip.Prefix, leaseDir string) map[string]any {
 	return ipam
 }
 
+// WithHostLocalIPAM is a NAD's config with HostLocalIPAM as its bridge
+// plugin's ipam: what VLAN-06's control hands the plugin on either tier.
+func WithHostLocalIPAM(subnet netip.Prefix, leaseDir string) func(conf string) string {
+	return config.SetNADKey("bridge", "ipam", HostLocalIPAM(subnet, leaseDir))
+}
+
 // Pool hands out guest addresses on one subnet.
 type Pool struct {
 	subnet   netip.Prefix

@@ -76,7 +76,7 @@ func subjectFor(cfg *config.Config) subject {
 		}
 	}
 	if cfg.ControlHostLocalIPAM() {
-		s.nadConfig = config.SetNADKey("bridge", "ipam", addresses.HostLocalIPAM(netip.MustParsePrefix(cfg.Subnet), hostLocalDataDir))
+		s.nadConfig = addresses.WithHostLocalIPAM(netip.MustParsePrefix(cfg.Subnet), hostLocalDataDir)
 	}
 	return s
 }

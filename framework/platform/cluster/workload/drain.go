@@ -71,9 +71,8 @@ func (w *Workloads) DrainVM(ctx context.Context, pg platform.Guest) (platform.Gu
 	if err := appears.Wait(ctx); err != nil {
 		return nil, d, fmt.Errorf("the eviction of %s was refused (%s), but: %w", d.Pod, d.Refusal, err)
 	}
+	// KubeVirt's own object, in the tenant's namespace: it goes with it.
 	d.Migration = mig.Name
-	mig.TypeMeta = metav1.TypeMeta{APIVersion: kubevirtv1.GroupVersion.String(), Kind: "VirtualMachineInstanceMigration"}
-	w.owner.Record(ns, mig)
 	ends := wait.Stage{Name: "migration", What: fmt.Sprintf("migration %s/%s of VMI %s", ns, mig.Name, name), Timeout: w.timeouts["vmi"], Check: func(ctx context.Context) (bool, string, error) {
 		cur, err := migs.Get(ctx, mig.Name, metav1.GetOptions{})
 		if err != nil {

@@ -95,7 +95,7 @@ func (w *Workloads) ApplyNAD(ctx context.Context, namespace string, nad platform
 		if err != nil {
 			return err
 		}
-		broken = config.SetNADKey("bridge", "ipam", addresses.HostLocalIPAM(subnet, ""))(broken)
+		broken = addresses.WithHostLocalIPAM(subnet, "")(broken)
 	}
 	if broken != nad.Config {
 		evidence.Artifacts{ReportDir: w.cfg.ReportDir}.Note("workload", "NAD %s/%s: control %s: %s instead of the fixture's %s", namespace, nad.Name, w.cfg.Control, broken, nad.Config)
