@@ -232,7 +232,7 @@ soak-cluster: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
 	$(DRIVER) soak --tier=cluster --runs=$(if $(filter command line,$(origin RUNS)),$(RUNS),3) $(KIND_ARGS) $(RELEASE_ARGS) --report-dir=reports/soak-cluster $(ARGS); rc=$$?; $(ENGINE_STOP); exit $$rc
 
 # The negative controls on a cluster: the cluster-only claims' (VLAN-11,
-# STG-09, STG-11) and, with WORKLOAD=vm, ARP-07's (cluster/vm) and the lab
+# STG-09, STG-11, STG-12) and, with WORKLOAD=vm, ARP-07's (cluster/vm) and the lab
 # controls whose break the cluster applies too (config.Control.OnVMs:
 # `bin/conformance controls` marks them lab+vm). Each is a cluster run of its own, on the cluster make kind-up
 # keeps or a fresh one, whose claim's spec must FAIL with the declared

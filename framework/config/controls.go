@@ -70,6 +70,12 @@ type Control struct {
 	// GuestUp is what happens on the VLAN as a guest's address comes up:
 	// Quiet (the zero value) is the guide's.
 	GuestUp GuestUp
+	// MultusMaxUnavailable is the Multus DaemonSet's
+	// updateStrategy.rollingUpdate.maxUnavailable as a chart that sets one
+	// would render it, on either render (the release's or the suite's
+	// reference). "": as rendered, which leaves RollingUpdate's default
+	// of one node at a time.
+	MultusMaxUnavailable string
 	// NeedsRelease: the broken subject is made from the release under test
 	// (--cozystack); without one there is nothing to break.
 	NeedsRelease bool
@@ -117,6 +123,7 @@ const (
 	CtlNADInVMNamespace = "VLAN-11/nad-copied-into-vm-namespace"
 	CtlStagingKeptOn    = "STG-09/staging-kept-on"
 	CtlStagerFailsPod   = "STG-11/stager-fails-its-container"
+	CtlMultusRollsAll   = "STG-12/multus-rolls-every-node-at-once"
 	CtlARPMACPerVM      = "ARP-07/mac-kept-per-vm-object" // VMs only (OnVMs)
 	CtlARPDrainEvicts   = "ARP-08/drain-evicts"           // VMs only (OnVMs)
 
@@ -196,6 +203,7 @@ var controls = []Control{
 	{ID: CtlReleaseTypoResolvesFalse, Claim: "STG-10", NeedsRelease: true, Description: "the platform chart's cozystack.platform.stageCniPlugins helper resolves a typo to false instead of failing", Expect: failures.RenderStops},
 	// The assertion's message carries the platform's error: "init container install-cni-plugins exited 1".
 	{ID: CtlStagerFailsPod, Claim: "STG-11", Tier: "cluster", Description: "the stager's init container exits 1 whenever its script wrote a termination message: a plugin it cannot write keeps the Multus pod from Ready", Expect: failures.MultusPodReady},
+	{ID: CtlMultusRollsAll, Claim: "STG-12", Tier: "cluster", Description: "the Multus DaemonSet rolls with maxUnavailable 100%, as a chart that sets it would render it: every node's daemon may be down at once", MultusMaxUnavailable: "100%", Expect: failures.OneNodeAtATime},
 
 	// The datapath (CLAIMS.md VLAN-): the broken subject the platform
 	// builds instead of the guide's.
@@ -393,6 +401,16 @@ func (c *Config) ControlGuestUp() GuestUp {
 		return ctl.GuestUp
 	}
 	return Quiet
+}
+
+// ControlMultusMaxUnavailable is the maxUnavailable the Multus DaemonSet
+// rolls with under the run's control (Control.MultusMaxUnavailable): ""
+// without one, the DaemonSet as rendered.
+func (c *Config) ControlMultusMaxUnavailable() string {
+	if ctl, ok := controlByID(c.Control); ok {
+		return ctl.MultusMaxUnavailable
+	}
+	return ""
 }
 
 // StagerImagePlugins are the plugins the image the suite builds carries:

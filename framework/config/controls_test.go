@@ -425,6 +425,27 @@ func TestControlEvictionStrategy(t *testing.T) {
 	}
 }
 
+// A control that changes how Multus rolls says how in its value, for both
+// of the cluster's renders: STG-12's takes every node at once; without it
+// (or under another control) the DaemonSet rolls as rendered.
+func TestControlMultusMaxUnavailable(t *testing.T) {
+	for _, tc := range []struct{ control, want string }{
+		{"", ""},
+		{CtlStagingKeptOn, ""},
+		{CtlStagerFailsPod, ""},
+		{CtlMultusRollsAll, "100%"},
+	} {
+		if got := (&Config{Control: tc.control}).ControlMultusMaxUnavailable(); got != tc.want {
+			t.Errorf("--control=%q: maxUnavailable %q, want %q", tc.control, got, tc.want)
+		}
+	}
+	for _, c := range controls {
+		if c.MultusMaxUnavailable != "" && (c.ID != CtlMultusRollsAll || c.TierName() != "cluster") {
+			t.Errorf("%s changes how Multus rolls: only %s, a cluster control, does", c.ID, CtlMultusRollsAll)
+		}
+	}
+}
+
 // A control that gives unpinned VMs a MAC says how in its value too, for
 // the lab and the cluster alike: one MAC per namespace and name, a
 // locally administered unicast one; a pinned MAC wins, and without such a

@@ -44,6 +44,7 @@ const (
 	NoStagerInitContainer = "carries no install-cni-plugins"                   // STG-09
 	RenderStops           = "the platform render must stop on"                 // STG-10
 	MultusPodReady        = "the re-created Multus pod must become Ready"      // STG-11
+	OneNodeAtATime        = "Multus must roll one node at a time"              // STG-12
 )
 
 // The datapath (CLAIMS.md VLAN-).

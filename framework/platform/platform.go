@@ -341,6 +341,62 @@ type CNIStaging interface {
 	StagerRun(ctx context.Context, n Node) (StagerRun, error)
 }
 
+// MultusRoll is a platform whose Multus DaemonSet the suite rolls and
+// follows pod by pod, and on whose nodes it can start bare pods (STG-12).
+type MultusRoll interface {
+	// RollStaging flips stageCniPlugins as CNIStaging.SetStaging does and
+	// follows the DaemonSet's pods on every node through one watch. The
+	// moment n's old Multus pod is gone (its daemon has exited) it creates
+	// two probe pods pinned to n: one on the host network, then one on
+	// the NAD nad of namespace ns. It returns once every node runs a new
+	// Ready Multus pod and both probes run, or when the Multus timeout
+	// passes, with the roll as far as it was seen. deleteProbes deletes
+	// the probes it created and waits until they are gone (nil: it created
+	// none). evidence.ErrNotObservable where the suite does not own Multus.
+	RollStaging(ctx context.Context, on bool, n Node, ns, nad string) (r Roll, deleteProbes func(context.Context) error, err error)
+}
+
+// Roll is one roll of the Multus DaemonSet as one watch of every pod saw
+// it. Its times are when the suite received each event: one stream, so
+// their order is the API server's, not a comparison of clocks.
+type Roll struct {
+	Strategy string     // the DaemonSet's updateStrategy, as the API server holds it after the roll
+	Nodes    []NodeRoll // in the order their old pods were marked for deletion; nodes never reached last
+	// MostDown is the most nodes at one time between their old pod's
+	// deletion mark and their new pod's Ready.
+	MostDown  int
+	ProbeNode string
+	// Window is how long the probe node stayed without a Ready Multus pod
+	// after the probes were created (zero: not both seen).
+	Window time.Duration
+	Probes []RollProbe // in the order created: the host-network one first
+}
+
+// NodeRoll is a node's Multus pod replaced.
+type NodeRoll struct {
+	Node, OldPod, NewPod string
+	Down                 time.Time // the old pod marked for deletion: its daemon told to stop
+	Gone                 time.Time // the old pod deleted: its daemon has exited
+	Up                   time.Time // the new pod Ready (zero: not within the wait)
+}
+
+// RollProbe is a pod created on a node the moment its Multus daemon was gone.
+type RollProbe struct {
+	Pod         string // namespace/name
+	HostNetwork bool
+	Created     time.Time
+	Running     time.Time // zero: it did not run within the wait
+	// RunningBeforeDaemon: the watch saw it Running before its node's new
+	// Multus pod was Ready.
+	RunningBeforeDaemon bool
+	// Attached are the networks Multus's network-status annotation names
+	// on it, namespace/name (none: Multus did not attach it).
+	Attached []string
+	// SandboxFailures are the messages of its FailedCreatePodSandBox
+	// events (its own UID's).
+	SandboxFailures []string
+}
+
 // StagerRun is the node's Multus pod and its stager init container.
 type StagerRun struct {
 	Pod        string // namespace/name

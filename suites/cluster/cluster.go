@@ -1,10 +1,12 @@
 // Package cluster holds the staging claims only a real cluster can prove
-// (CLAIMS.md STG-09, STG-11, and STG-01..03 on real nodes): what the
-// Multus DaemonSet renders and what its stager leaves on the nodes. Each spec asks the platform for the capability it needs
-// and skips with the reason when the platform has none (the lab); none
-// knows the tier's name. The topology is the cluster tier's (see
-// framework/platform/cluster): kind workers cabled to the gateway netns,
-// each with the guide's br100 over uplink.100.
+// (CLAIMS.md STG-09, STG-11, STG-12, and STG-01..03 on real nodes): what
+// the Multus DaemonSet renders, what its stager leaves on the nodes, and
+// what a node goes through while the DaemonSet rolls (roll.go). Each spec
+// asks the platform for the capability it needs and skips with the reason
+// when the platform has none (the lab); none knows the tier's name. The
+// topology is the cluster tier's (see framework/platform/cluster): kind
+// workers cabled to the gateway netns, each with the guide's br100 over
+// uplink.100.
 package cluster
 
 import (
@@ -42,6 +44,7 @@ func Specs(r *run.Run) {
 	}, func(SpecContext) {})
 	stagingOffSpecs(r)
 	stagerSpecs(r)
+	rollSpecs(r)
 }
 
 // Not labelled stager: the stager's label selects specs that need no

@@ -66,6 +66,7 @@ type Cluster struct {
 	*multus.Multus
 	*workload.Workloads
 
+	rolls    int                // RollStaging's calls so far: each roll's probes are its own
 	failed   bool               // a spec failed: export kind's logs before deleting
 	timeline *timeline.Timeline // milestones, for make bench-cluster
 }

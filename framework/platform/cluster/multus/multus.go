@@ -132,6 +132,9 @@ func (m *Multus) install(ctx context.Context) error {
 	if err := withStaging(m.objs, m.stager, m.stagerVol, ""); err != nil {
 		return err
 	}
+	if err := m.controlRollout(m.objs); err != nil {
+		return err
+	}
 	m.noteDaemonSet()
 	return m.kube.Apply.Apply(ctx, m.objs)
 }

@@ -61,16 +61,20 @@ func (m *Multus) releaseObjects(s cozystack.Staging) ([]*unstructured.Unstructur
 			if err := m.rewriteImages(o, subj.Ledger); err != nil {
 				return nil, err
 			}
-			if m.cfg.Is(config.CtlStagerFailsPod) {
-				if err := failingStagerIn(o); err != nil {
-					return nil, fmt.Errorf("the control %s: %w", config.CtlStagerFailsPod, err)
-				}
-			}
 			// The whole difference between what the chart rendered and
 			// what is applied, for the report.
 			why := "the image rewrites above and nothing else"
 			if m.cfg.Is(config.CtlStagerFailsPod) {
+				if err := failingStagerIn(o); err != nil {
+					return nil, fmt.Errorf("the control %s: %w", config.CtlStagerFailsPod, err)
+				}
 				why = "the image rewrites above and the control " + config.CtlStagerFailsPod + "'s wrapper of the stager's script"
+			}
+			if v := m.cfg.ControlMultusMaxUnavailable(); v != "" {
+				if err := rollingUpdate(o, v); err != nil {
+					return nil, fmt.Errorf("the control %s: %w", m.cfg.Control, err)
+				}
+				why = "the image rewrites above and the control " + m.cfg.Control + "'s maxUnavailable " + v
 			}
 			subj.Ledger.Add(cozystack.Change{Kind: "patch", Object: fmt.Sprintf("DaemonSet %s/%s (stageCniPlugins %s)", o.GetNamespace(), o.GetName(), s), What: "rendered → applied, in full", Why: why, Diff: cmp.Diff(rendered.Object, o.Object)})
 		}

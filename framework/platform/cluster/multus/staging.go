@@ -35,23 +35,7 @@ func reachable(pn platform.Node) (*node.Node, bool) {
 // container (on) or without it (off), rolls it out and reads back the pod
 // template's init containers.
 func (m *Multus) SetStaging(ctx context.Context, on bool) ([]string, error) {
-	if m.cfg.ExistingCluster() || m.objs == nil {
-		return nil, fmt.Errorf("rendering Multus on a cluster the suite did not install it on: %w", evidence.ErrNotObservable)
-	}
-	rev := fmt.Sprintf("%v-%d", on, time.Now().UnixNano())
-	if m.cfg.Subject() != nil {
-		// The release's own template decides; the suite removes nothing.
-		// (The control CtlStagingKeptOn renders a copy whose template
-		// ignores the value.)
-		objs, err := m.releaseObjects(cozystack.StagingValue(on))
-		if err != nil {
-			return nil, err
-		}
-		m.objs = objs
-	} else if err := m.withReferenceStaging(on, rev); err != nil {
-		return nil, err
-	}
-	if err := m.kube.Apply.Apply(ctx, m.objs); err != nil {
+	if err := m.applyStaging(ctx, on); err != nil {
 		return nil, err
 	}
 	if err := RolledOutStage(m.kube, m.timeouts["multus"]).Wait(ctx); err != nil {
@@ -68,6 +52,28 @@ func (m *Multus) SetStaging(ctx context.Context, on bool) ([]string, error) {
 	return names, nil
 }
 
+// applyStaging renders the Multus DaemonSet for stageCniPlugins on and
+// applies it, without waiting for the roll it starts.
+func (m *Multus) applyStaging(ctx context.Context, on bool) error {
+	if m.cfg.ExistingCluster() || m.objs == nil {
+		return fmt.Errorf("rendering Multus on a cluster the suite did not install it on: %w", evidence.ErrNotObservable)
+	}
+	rev := fmt.Sprintf("%v-%d", on, time.Now().UnixNano())
+	if m.cfg.Subject() != nil {
+		// The release's own template decides; the suite removes nothing.
+		// (The control CtlStagingKeptOn renders a copy whose template
+		// ignores the value.)
+		objs, err := m.releaseObjects(cozystack.StagingValue(on))
+		if err != nil {
+			return err
+		}
+		m.objs = objs
+	} else if err := m.withReferenceStaging(on, rev); err != nil {
+		return err
+	}
+	return m.kube.Apply.Apply(ctx, m.objs)
+}
+
 // withReferenceStaging is the suite's reference subject (no --cozystack):
 // the upstream DaemonSet with the stager's init container grafted on or
 // taken off. rev annotates the pod template so that the DaemonSet rolls.
@@ -81,7 +87,10 @@ func (m *Multus) withReferenceStaging(on bool, rev string) error {
 		}
 		stager = m.stager
 	}
-	return withStaging(m.objs, stager, m.stagerVol, rev)
+	if err := withStaging(m.objs, stager, m.stagerVol, rev); err != nil {
+		return err
+	}
+	return m.controlRollout(m.objs)
 }
 
 func (m *Multus) CNIBin(_ context.Context, pn platform.Node) (map[string]stager.File, error) {

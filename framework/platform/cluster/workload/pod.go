@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -144,6 +145,49 @@ func (w *Workloads) createPod(ctx context.Context, spec platform.VMSpec) (*corev
 	w.owner.Record(spec.Namespace, pod)
 	_, err = w.kube.Kube.CoreV1().Pods(spec.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	return pod, err
+}
+
+// probeApps are the two probe pods of STG-12's roll, suffix telling one
+// roll's from another's: a hostNetwork pod (no CNI call at all), then a
+// pause pod on the NAD (Multus's shim, then the NAD's plugin).
+func probeApps(suffix string) (hostNet, onNAD string) {
+	return "probe-hostnet-" + suffix, "probe-nad-" + suffix
+}
+
+// CreateProbes creates the probe pods on a node, the hostNetwork one
+// first, and returns those it created as the API server holds them. They
+// are recorded as the run's, so Close deletes what DeleteProbes did not.
+func (w *Workloads) CreateProbes(ctx context.Context, ns, nad, nodeName, suffix string) ([]*corev1.Pod, error) {
+	if err := w.owner.EnsureNamespace(ctx, w.kube, ns); err != nil {
+		return nil, err
+	}
+	hostApp, nadApp := probeApps(suffix)
+	host, err := renderPod(platform.VMSpec{Name: hostApp, Namespace: ns}, nodeName)
+	if err != nil {
+		return nil, err
+	}
+	host.Spec.HostNetwork = true
+	onNAD, err := renderPod(platform.VMSpec{Name: nadApp, Namespace: ns, Networks: []string{nad}}, nodeName)
+	if err != nil {
+		return nil, err
+	}
+	var out []*corev1.Pod
+	for _, p := range []*corev1.Pod{host, onNAD} {
+		w.owner.Record(ns, p)
+		created, err := w.kube.Kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			return out, fmt.Errorf("creating pod %s/%s: %w", ns, p.Name, err)
+		}
+		out = append(out, created)
+	}
+	return out, nil
+}
+
+// DeleteProbes deletes the probe pods CreateProbes made with suffix and
+// waits until they are gone (CNI DEL done); one never made is no error.
+func (w *Workloads) DeleteProbes(ctx context.Context, ns, suffix string) error {
+	hostApp, nadApp := probeApps(suffix)
+	return errors.Join(w.deletePod(ctx, ns, hostApp), w.deletePod(ctx, ns, nadApp))
 }
 
 // startPod creates the pod workload, waits for it, reads what the CNI
