@@ -96,7 +96,7 @@ var All = []Claim{
 	{ID: "STG-09", Sentence: "With stageCniPlugins: false the init container is absent and nothing staged is removed.", Tier: "cluster"},
 	{ID: "STG-10", Sentence: "An unreadable stageCniPlugins spelling stops the render rather than resolving to off; the documented spellings resolve as documented; unset follows the bundle."},
 	{ID: "STG-11", Sentence: "A plugin the stager cannot write on a live node leaves the Multus pod Ready: the init container exits 0, its termination message begins `failed to install:` naming it, the cause is earlier in its log.", Tier: "cluster"},
-	{ID: "STG-12", Sentence: "Flipping stageCniPlugins rolls Multus node by node; while a node's daemon is down a pod with a NAD there fails sandbox creation until the daemon is back, and a host-network pod there still starts.", Tier: "cluster"},
+	{ID: "STG-12", Sentence: "Flipping stageCniPlugins rolls Multus node by node, one at a time; while a node's daemon is down a pod with a NAD created there is not refused: it starts on the default network alone and never gets its NAD, with no error anywhere (Multus v4.3.0 removes its CNI config as its daemon stops), and a host-network pod there still starts. The guide misstates this: it says pod creation fails for the length of the restart.", Tier: "cluster"},
 	{ID: "ARP-01", Sentence: "Re-creating a VM gives its VLAN NIC a fresh MAC unless one is pinned."},
 	{ID: "ARP-02", Sentence: "Right after re-creation the gateway still holds the old MAC: gateway-to-guest fails, as expected."},
 	{ID: "ARP-03", Sentence: "It recovers by itself once the gateway's entry ages out, within the bound its neighbour timers imply."},

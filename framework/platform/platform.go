@@ -369,7 +369,11 @@ type Roll struct {
 	// Window is how long the probe node stayed without a Ready Multus pod
 	// after the probes were created (zero: not both seen).
 	Window time.Duration
-	Probes []RollProbe // in the order created: the host-network one first
+	// CNIConfigs are the probe node's /etc/cni/net.d entries as the probes
+	// were created: the configs the runtime had to choose from (nil: the
+	// node's files are not observable).
+	CNIConfigs []string
+	Probes     []RollProbe // in the order created: the host-network one first
 }
 
 // NodeRoll is a node's Multus pod replaced.
@@ -390,8 +394,12 @@ type RollProbe struct {
 	// Multus pod was Ready.
 	RunningBeforeDaemon bool
 	// Attached are the networks Multus's network-status annotation names
-	// on it, namespace/name (none: Multus did not attach it).
+	// on it, namespace/name (none: Multus did not attach it), read again
+	// once the roll is over.
 	Attached []string
+	// PodIP is the address its sandbox got: a pod Multus never saw still
+	// has one when the runtime fell through to the default network.
+	PodIP string
 	// SandboxFailures are the messages of its FailedCreatePodSandBox
 	// events (its own UID's).
 	SandboxFailures []string

@@ -148,6 +148,9 @@ func (st *rollState) see(p *corev1.Pod, deleted bool, now time.Time) (probesDue 
 		if names := attached(p); len(names) > 0 {
 			pr.Attached = names
 		}
+		if p.Status.PodIP != "" {
+			pr.PodIP = p.Status.PodIP
+		}
 		if pr.Running.IsZero() && p.Status.Phase == corev1.PodRunning {
 			pr.Running = now
 			pr.RunningBeforeDaemon = st.nodes[st.probeNode].Up.IsZero()
@@ -271,6 +274,9 @@ func (f follower) report(ctx context.Context, st *rollState, rollErr error) (pla
 		if p, err := f.kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{}); err == nil && p.UID == uids[i] {
 			if names := attached(p); len(names) > 0 {
 				pr.Attached = names
+			}
+			if p.Status.PodIP != "" {
+				pr.PodIP = p.Status.PodIP
 			}
 		}
 		evs, err := f.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(uids[i])})
