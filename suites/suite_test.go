@@ -25,7 +25,6 @@ import (
 	stagerlib "github.com/cozystack/vlan-conformance/framework/stager"
 
 	"github.com/cozystack/vlan-conformance/suites/arp"
-	"github.com/cozystack/vlan-conformance/suites/cluster"
 	"github.com/cozystack/vlan-conformance/suites/datapath"
 	"github.com/cozystack/vlan-conformance/suites/framework"
 	"github.com/cozystack/vlan-conformance/suites/labels"
@@ -64,9 +63,8 @@ func TestConformance(t *testing.T) {
 	// The spec tree, built now in this order: a tenant's addresses follow
 	// from its place in it, whatever order the specs then run in.
 	arp.Specs(r)
-	cluster.Specs(r)
-	datapath.Specs(r)
 	stager.Specs(r)
+	datapath.Specs(r)
 	release.Specs(r)
 	hooks(r)
 	suiteConfig, reporterConfig := GinkgoConfiguration()
@@ -103,9 +101,19 @@ func build(ctx context.Context) (platform.Platform, error) {
 
 var slug = regexp.MustCompile(`[^A-Za-z0-9]+`)
 
-// hooks removes the platform after the suite, and leaves the state of
-// every namespace next to a failed spec's evidence.
+// hooks builds the platform before the suite and removes it after, and
+// leaves the state of every namespace next to a failed spec's evidence.
 func hooks(r *run.Run) {
+	// A cluster is made once for the run, before any spec; a platform that
+	// builds lazily (the lab) is left alone.
+	SynchronizedBeforeSuite(func(ctx SpecContext) {
+		Expect(r.Provision(ctx)).To(Succeed(), "building the cluster for the run")
+		// The VMs containers registered to boot ahead start booting now,
+		// behind the first containers' specs.
+		if p, ok := r.Built(); ok {
+			framework.StartPrestarts(ctx, p)
+		}
+	}, func(SpecContext) {})
 	AfterSuite(func(ctx SpecContext) {
 		Expect(framework.StopPrestarts(ctx)).To(Succeed(), "deleting the VMs booted ahead that no spec took")
 		Expect(r.Shutdown(ctx)).To(Succeed(), "removing everything the platform created")

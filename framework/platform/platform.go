@@ -309,9 +309,12 @@ type VMStatus struct {
 	VLANMAC net.HardwareAddr
 }
 
-// CNIStaging is a platform whose Multus DaemonSet the suite renders and
-// rolls out, and whose nodes' /opt/cni/bin it can read (STG-09).
-type CNIStaging interface {
+// Stager is a platform whose nodes' /opt/cni/bin the release's stager
+// (the Multus DaemonSet's install-cni-plugins init container) fills: the
+// suite can switch the stager off, run it again on a node, read that run,
+// the image's plugins it copies and the directory it writes (STG-01..03,
+// STG-09, STG-11 on a platform's own nodes).
+type Stager interface {
 	// SetStaging renders the Multus DaemonSet with staging on or off
 	// (networking.stageCniPlugins), rolls it out on every node and returns
 	// the init containers of the pod template as the API server holds it
@@ -344,7 +347,7 @@ type CNIStaging interface {
 // MultusRoll is a platform whose Multus DaemonSet the suite rolls and
 // follows pod by pod, and on whose nodes it can start bare pods (STG-12).
 type MultusRoll interface {
-	// RollStaging flips stageCniPlugins as CNIStaging.SetStaging does and
+	// RollStaging flips stageCniPlugins as Stager.SetStaging does and
 	// follows the DaemonSet's pods on every node through one watch. The
 	// moment n's old Multus pod is gone (its daemon has exited) it creates
 	// two probe pods pinned to n: one on the host network, then one on

@@ -1,13 +1,20 @@
 // Package stager holds the specs for the guide's section "Staging the
-// reference CNI plugins" (CLAIMS.md, STG-01..08): the multus DaemonSet's
-// init container install-cni-plugins, taken from --stager-manifest and run
-// container-less by framework/stager against node layouts
-// (fixtures/stager/layouts) and injected faults.
+// reference CNI plugins" (CLAIMS.md, STG-01..09, STG-11): the multus
+// DaemonSet's init container install-cni-plugins.
 //
-// Each Ordered container stages once (or twice) in BeforeAll and its specs
-// read the result; every spec names its claim in brackets and as a label.
-// Evidence lands in <report-dir>/artifacts/<claim>/<scenario>.md: the
-// per-file before/after table, the log and the termination message.
+// Most take it from --stager-manifest and run it container-less with
+// framework/stager against node layouts (fixtures/stager/layouts) and
+// injected faults (label stager: no platform). Each of their Ordered
+// containers stages once (or twice) in BeforeAll and its specs read the
+// result. Evidence lands in <report-dir>/artifacts/<claim>/<scenario>.md:
+// the per-file before/after table, the log and the termination message.
+//
+// nodes.go and staging_off.go observe it as a platform runs it on its own
+// nodes (platform.Stager: the Multus DaemonSet on a cluster's kind
+// workers, each with the guide's br100 over uplink.100), and skip with
+// the reason on a platform without it; none knows the tier's name.
+//
+// Every spec names its claim in brackets and as a label.
 package stager
 
 import (
@@ -32,10 +39,15 @@ const (
 	summaryPrefix = stager.SummaryPrefix
 )
 
-// Specs registers the stager specs with the run. They need only its
-// configuration and its evidence tree, no platform: no fabric is built for
-// them, and none has a tenant.
+// Specs registers the stager specs with the run. Those on a platform's
+// nodes come first: they have tenants, whose addresses follow from their
+// place in the spec tree (suites/suite_test.go). The others need only the
+// run's configuration and its evidence tree, no platform: no fabric is
+// built for them, and none has a tenant.
 func Specs(r *run.Run) {
+	stagingOffSpecs(r)
+	nodeSpecs(r)
+	rollSpecs(r)
 	executingSpecs(r)
 	failureSpecs(r)
 	imageSpecs(r)

@@ -49,7 +49,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/workload"
 )
 
-// Cluster implements platform.Platform on Kubernetes. The staging
+// Cluster implements platform.Platform on Kubernetes. The stager
 // capability is Multus's and the workload capabilities are the
 // workloads': embedded, so the platform offers them as its own.
 type Cluster struct {
@@ -73,7 +73,7 @@ type Cluster struct {
 
 var _ platform.Platform = (*Cluster)(nil)
 var _ platform.KubeVMs = (*Cluster)(nil)
-var _ platform.CNIStaging = (*Cluster)(nil)
+var _ platform.Stager = (*Cluster)(nil)
 
 func newCluster(cfg *config.Config) (*Cluster, error) {
 	t, err := cfg.Cluster.StageTimeouts()

@@ -20,7 +20,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/stager"
 )
 
-var _ platform.CNIStaging = (*Multus)(nil)
+var _ platform.Stager = (*Multus)(nil)
 
 // stagerPayloadDir is where the stager's image carries the plugins.
 const stagerPayloadDir = "/cni-plugins"

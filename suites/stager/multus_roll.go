@@ -1,4 +1,4 @@
-package cluster
+package stager
 
 import (
 	"errors"
@@ -52,7 +52,7 @@ func rollSpecs(r *run.Run) {
 			p, err := f.Platform(ctx)
 			Expect(err).NotTo(HaveOccurred(), "building the platform")
 			mr, rolls := platform.As[platform.MultusRoll](p)
-			s, stages := platform.As[platform.CNIStaging](p)
+			s, stages := platform.As[platform.Stager](p)
 			if !rolls || !stages {
 				Skip(p.Name() + " has no Multus DaemonSet the suite rolls: STG-12 needs a cluster whose Multus the suite installs")
 			}

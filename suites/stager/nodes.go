@@ -1,13 +1,4 @@
-// Package cluster holds the staging claims only a real cluster can prove
-// (CLAIMS.md STG-09, STG-11, STG-12, and STG-01..03 on real nodes): what
-// the Multus DaemonSet renders, what its stager leaves on the nodes, and
-// what a node goes through while the DaemonSet rolls (roll.go). Each spec
-// asks the platform for the capability it needs and skips with the reason
-// when the platform has none (the lab); none knows the tier's name. The
-// topology is the cluster tier's (see framework/platform/cluster): kind
-// workers cabled to the gateway netns, each with the guide's br100 over
-// uplink.100.
-package cluster
+package stager
 
 import (
 	"context"
@@ -19,7 +10,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/run"
@@ -30,106 +20,13 @@ import (
 	"github.com/cozystack/vlan-conformance/suites/skip"
 )
 
-// Specs registers the cluster specs with the run.
-func Specs(r *run.Run) {
-	// A cluster is made once for the run, before any spec; a platform that
-	// builds lazily (the lab) is left alone.
-	SynchronizedBeforeSuite(func(ctx SpecContext) {
-		Expect(r.Provision(ctx)).To(Succeed(), "building the cluster for the run")
-		// The VMs containers registered to boot ahead start booting now,
-		// behind the first containers' specs.
-		if p, ok := r.Built(); ok {
-			framework.StartPrestarts(ctx, p)
-		}
-	}, func(SpecContext) {})
-	stagingOffSpecs(r)
-	stagerSpecs(r)
-	rollSpecs(r)
-}
+// The names the stager must leave alone on a node (STG-02): the reference
+// plugins it never writes, and a plugin of another package.
+var leftAlone = append(slices.Clone(stager.LeftAlone), "vcf-foreign-plugin")
 
-// Not labelled stager: the stager's label selects specs that need no
-// platform, and this one needs a cluster.
-func stagingOffSpecs(r *run.Run) {
-	Describe("Multus with stageCniPlugins: false", labels.Cluster, Ordered, func() {
-		f := framework.New(r, "staging-off")
-		BeforeAll(framework.Disrupts) // it rolls Multus out twice
-		// "If the init container is absent from the Multus pod altogether, staging
-		// is off ... nothing in this package removes or restores a plugin."
-		It("[STG-09] renders no install-cni-plugins init container and leaves the node's /opt/cni/bin as it was", labels.Claim("STG-09"), func(ctx SpecContext) {
-			p, err := f.Platform(ctx)
-			Expect(err).NotTo(HaveOccurred(), "building the platform")
-			s, ok := platform.As[platform.CNIStaging](p)
-			if !ok {
-				Skip(p.Name() + " renders no Multus DaemonSet: STG-09 needs a cluster whose Multus the suite installs")
-			}
-			node := p.BridgeNodes()[0]
-			before, err := s.CNIBin(ctx, node)
-			if err != nil {
-				skip.IfNotObservable(err)
-			}
-			Expect(err).NotTo(HaveOccurred())
-			inits, err := s.SetStaging(ctx, false)
-			skip.IfNotObservable(err)
-			Expect(err).NotTo(HaveOccurred())
-			// The run's other specs expect the stager as the run configured it.
-			DeferCleanup(func(ctx SpecContext) {
-				_, err := s.SetStaging(ctx, true)
-				if !errors.Is(err, evidence.ErrNotObservable) {
-					Expect(err).NotTo(HaveOccurred(), "turning staging back on")
-				}
-			})
-			after, err := s.CNIBin(ctx, node)
-			Expect(err).NotTo(HaveOccurred())
-			f.Note("Multus pod template init containers with staging off: %v", inits)
-			// Multus's own install-multus-binary rewrites multus-shim and
-			// passthru on every start: not the staging this claim is about.
-			changed := diffFiles(only(before, referencePlugins()), only(after, referencePlugins()))
-			f.Note("%s:/opt/cni/bin across the roll-out: %d files before, %d after; reference plugins changed: %v; all changes: %v", node.Name(), len(before), len(after), changed, diffFiles(before, after))
-			Expect(slices.Contains(inits, "install-cni-plugins")).To(BeFalse(), "with staging off the pod template "+failures.NoStagerInitContainer+": %v", inits)
-			Expect(changed).To(BeEmpty(), "nothing already staged may be removed, restored or rewritten")
-		})
-	})
-}
-
-// referencePlugins are the 18 names of an upstream release: the 14 staged
-// and the 4 left alone.
-func referencePlugins() []string {
-	return append(slices.Clone(stagedPlugins), "loopback", "dhcp", "dummy", "tap")
-}
-
-// only keeps the files named.
-func only(files map[string]stager.File, names []string) map[string]stager.File {
-	out := map[string]stager.File{}
-	for n, st := range files {
-		if slices.Contains(names, n) {
-			out[n] = st
-		}
-	}
-	return out
-}
-
-func diffFiles(before, after map[string]stager.File) []string {
-	var out []string
-	for n, b := range before {
-		a, ok := after[n]
-		switch {
-		case !ok:
-			out = append(out, "removed "+n)
-		case a.Hash != b.Hash || a.Kind != b.Kind || a.Perm != b.Perm || !a.MTime.Equal(b.MTime) || a.Ino != b.Ino:
-			out = append(out, fmt.Sprintf("changed %s", n))
-		}
-	}
-	for n := range after {
-		if _, ok := before[n]; !ok {
-			out = append(out, "added "+n)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// imagePlugins is the image's /cni-plugins as STG-01's matcher takes it.
-func imagePlugins(payload map[string]stager.File) cnibin.Image {
+// payloadPlugins is the image's /cni-plugins, as the platform read it,
+// as STG-01's matcher takes it.
+func payloadPlugins(payload map[string]stager.File) cnibin.Image {
 	out := cnibin.Image{}
 	for n, f := range payload {
 		if f.Kind == "file" {
@@ -139,22 +36,17 @@ func imagePlugins(payload map[string]stager.File) cnibin.Image {
 	return out
 }
 
-// The 14 plugins the stager installs (CLAIMS.md STG-01) and the names it
-// must leave alone (STG-02).
-var (
-	stagedPlugins = stager.StagedPlugins
-	leftAlone     = append(slices.Clone(stager.LeftAlone), "vcf-foreign-plugin")
-)
-
-// Not labelled stager (that label selects the specs needing no platform):
-// these observe the stager as the Multus DaemonSet runs it on real nodes.
-func stagerSpecs(r *run.Run) {
+// The stager as a platform runs it on its own nodes (platform.Stager: the
+// Multus DaemonSet's init container on a cluster's nodes): what it left in
+// each node's /opt/cni/bin, and what it does when run again there. Not
+// labelled stager: that label selects the specs needing no platform.
+func nodeSpecs(r *run.Run) {
 	Describe("The stager in the Multus DaemonSet, on the nodes", labels.Cluster, Ordered, ContinueOnFailure, func() {
 		f := framework.New(r, "stager")
 		BeforeAll(framework.Disrupts) // its specs restart Multus on the nodes
 		var (
 			p       platform.Platform
-			s       platform.CNIStaging
+			s       platform.Stager
 			node    platform.Node
 			payload map[string]stager.File
 		)
@@ -164,7 +56,7 @@ func stagerSpecs(r *run.Run) {
 			p, err = f.Platform(ctx)
 			Expect(err).NotTo(HaveOccurred(), "building the platform")
 			var ok bool
-			if s, ok = platform.As[platform.CNIStaging](p); !ok {
+			if s, ok = platform.As[platform.Stager](p); !ok {
 				Skip(p.Name() + " renders no Multus DaemonSet: the stager runs on real nodes only in a cluster the suite installs Multus on")
 			}
 			node = p.BridgeNodes()[0]
@@ -182,10 +74,10 @@ func stagerSpecs(r *run.Run) {
 			for _, n := range nodes {
 				bin, err := s.CNIBin(ctx, n)
 				Expect(err).NotTo(HaveOccurred())
-				for _, name := range stagedPlugins {
+				for _, name := range stager.StagedPlugins {
 					f.Note("%s:/opt/cni/bin/%s sha256 %.12s mode %o; image /cni-plugins/%s sha256 %.12s", n.Name(), name, bin[name].Hash, uint32(bin[name].Perm), name, payload[name].Hash)
 				}
-				Expect(bin).To(cnibin.HoldTheFourteen(imagePlugins(payload)).In(n.Name() + ":/opt/cni/bin"))
+				Expect(bin).To(cnibin.HoldTheFourteen(payloadPlugins(payload)).In(n.Name() + ":/opt/cni/bin"))
 			}
 		})
 
@@ -239,7 +131,7 @@ func stagerSpecs(r *run.Run) {
 			bin, err := s.CNIBin(ctx, node)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(bin[plugin].Kind).To(Equal("dir"), "the directory at %s must be left as it is", plugin)
-			for _, name := range stagedPlugins {
+			for _, name := range stager.StagedPlugins {
 				if name != plugin {
 					Expect(bin[name].Hash).To(Equal(payload[name].Hash), "%s must still be installed on %s, the image's copy", name, node.Name())
 				}
@@ -276,7 +168,7 @@ func stagerSpecs(r *run.Run) {
 // puts back what the node held before the placements (the bridge where the
 // stager did not replace it, and no foreign plugin); it is set once the
 // first file is placed.
-func restageOverLocalFiles(ctx context.Context, s platform.CNIStaging, n platform.Node) (before, after map[string]stager.File, restore func() error, err error) {
+func restageOverLocalFiles(ctx context.Context, s platform.Stager, n platform.Node) (before, after map[string]stager.File, restore func() error, err error) {
 	var restores []func() error
 	restore = func() error {
 		var errs []error
