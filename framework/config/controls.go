@@ -10,13 +10,17 @@ import (
 	"strconv"
 
 	"github.com/cozystack/vlan-conformance/framework/cloudinit"
+	"github.com/cozystack/vlan-conformance/framework/cozystack"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/stager"
 )
 
 // Control is a negative control: the same specs run against a deliberately
-// broken subject, where the named claim's spec must FAIL.
+// broken subject, where the named claim's spec must FAIL. Everything it
+// breaks is a field of its value, read by the platform where it builds the
+// real subject: the zero value of every field is the guide's, so a
+// platform never asks which control runs, only what it breaks.
 type Control struct {
 	ID          string   // e.g. "VLAN-01/no-vlan-subinterface"; passed as --control
 	Claim       string   // the claim whose spec must fail, e.g. "VLAN-01"
@@ -38,6 +42,30 @@ type Control struct {
 	// runs on VMs only: its claim is about the VirtualMachine object
 	// (ARP-07's restarts), which a pod lane does not have.
 	OnVMs bool
+	// NeedsRelease: the broken subject is made from the release under test
+	// (--cozystack); without one there is nothing to break.
+	NeedsRelease bool
+	// Native: the claim's spec runs where the stager's do, outside the lab
+	// VM (a VLAN claim proven on a staged directory, VLAN-15).
+	Native bool
+
+	// The lab's nodes (framework/platform/lab, where it provisions the
+	// guide's step 1).
+
+	// BridgeWiring is how a bridge node's uplink meets br100. Zero:
+	// fabric.GuideBridge, the guide's step 1.
+	BridgeWiring fabric.Wiring
+	// MacvlanWiring is where the macvlan node's own address sits. Zero:
+	// fabric.MacvlanParent, on uplink.100 itself, as the guide has it.
+	MacvlanWiring fabric.Wiring
+	// MTU is the physical VLAN's MTU. Zero: 1500.
+	MTU int
+	// KeepPlugins: a node a spec takes a CNI plugin from keeps it
+	// (Node.WithoutPlugin does nothing).
+	KeepPlugins bool
+
+	// The NADs and the guests' userData: both platforms apply these.
+
 	// NAD is the config the CNI plugin gets instead of conf, for every NAD
 	// the run applies: what a renderer that drops or rewrites a key hands
 	// it. Nil: the NADs are the guide's.
@@ -53,43 +81,70 @@ type Control struct {
 	// key hands the guest. The lab's guests apply its netplan, a VM's
 	// Debian cloud-init the whole of it. Nil: the guide's.
 	UserData func(userData, gateway string) (string, error)
+
+	// The guests, the gateway and the MAC allocator (ARP-).
+
 	// UnpinnedMAC is the MAC a VM whose spec pins none is given, from its
 	// namespace and name, instead of a fresh one: a MAC allocator that
 	// keeps one per name. The lab's attachment and the cluster's
 	// VirtualMachine (as KubeMacPool's webhook would) both apply it. Nil:
 	// a fresh one.
 	UnpinnedMAC func(namespace, name string) string
+	// PinnedMAC is what becomes of a MAC a VM's spec pins (the lab's
+	// attachment). Zero: PinKept, the attachment is asked for it.
+	PinnedMAC PinnedMAC
 	// GatewayTimers maps the neighbour timers the gateway declares to what
 	// it really runs: a slower gateway than the profile says. Nil: what
 	// it declares.
 	GatewayTimers func(declared map[string]string) map[string]string
+	// GuestUp is what happens on the VLAN as a guest's address comes up:
+	// Quiet (the zero value) is the guide's.
+	GuestUp GuestUp
+	// SilentGuest: the guest's gratuitous ARP never leaves it (the lab's
+	// guests).
+	SilentGuest bool
+	// ProbeCannotLeave: the guest's ARP probe never leaves it, its VLAN
+	// NIC down while the probe runs (the lab's guests).
+	ProbeCannotLeave bool
 	// EvictionStrategy is the KubeVirt CR's
 	// spec.configuration.evictionStrategy under the control, whatever the
 	// release's CR says: what a drain does to a VM. "": the CR's own.
 	EvictionStrategy string
-	// GuestUp is what happens on the VLAN as a guest's address comes up:
-	// Quiet (the zero value) is the guide's.
-	GuestUp GuestUp
+
+	// The stager and Multus (STG-): a cluster's DaemonSet, the stager's
+	// image, the release's charts.
+
+	// ImagePlugins, when set, is what the stager image carries at
+	// /cni-plugins under the control, given what it carries otherwise.
+	ImagePlugins func(carried []string) []string
+	// StagerKeptWhenOff: the cluster's Multus DaemonSet keeps the
+	// stager's init container with stageCniPlugins: false, as a chart
+	// whose template ignores the value would render it (the release's
+	// render is made from a copy so edited, the reference one keeps the
+	// container grafted on).
+	StagerKeptWhenOff bool
+	// StagerFailsContainer: the cluster's stager init container exits 1
+	// whenever its script wrote a termination message, on either render.
+	StagerFailsContainer bool
 	// MultusMaxUnavailable is the Multus DaemonSet's
 	// updateStrategy.rollingUpdate.maxUnavailable as a chart that sets one
 	// would render it, on either render (the release's or the suite's
 	// reference). "": as rendered, which leaves RollingUpdate's default
 	// of one node at a time.
 	MultusMaxUnavailable string
-	// NeedsRelease: the broken subject is made from the release under test
-	// (--cozystack); without one there is nothing to break.
-	NeedsRelease bool
-	// Native: the claim's spec runs where the stager's do, outside the lab
-	// VM (a VLAN claim proven on a staged directory, VLAN-15).
-	Native bool
-	// ImagePlugins, when set, is what the stager image carries at
-	// /cni-plugins under the control, given what it carries otherwise.
-	ImagePlugins func(carried []string) []string
+	// BreakRelease edits a copy of the release under test (--cozystack)
+	// into what the specs that render its charts themselves
+	// (suites/release) take instead of it. Nil: the release as it is.
+	BreakRelease func(*cozystack.Release) error
+
+	// The cluster's workloads.
+
+	// NADCopiedIntoVMNamespace: every NAD the run applied is also applied
+	// in the namespace of a VM that names it, as a NAD replicator would.
+	NADCopiedIntoVMNamespace bool
 }
 
-// The controls the platform breaks its subject for by ID (a `case
-// config.Ctl...:` where it builds the real one). A control that needs only
-// flags (a mutant --stager-manifest) has its ID in the list alone.
+// Control IDs the tests and the docs name.
 const (
 	// The lab's datapath (framework/platform/lab/subject.go).
 	CtlNoSubinterface     = "VLAN-01/no-vlan-subinterface"
@@ -147,6 +202,20 @@ const (
 	GatewayResolves
 )
 
+// PinnedMAC is what becomes of a MAC a VM's spec pins.
+type PinnedMAC int
+
+const (
+	// PinKept: the attachment is asked for the pinned MAC (the guide's).
+	PinKept PinnedMAC = iota
+	// PinIgnored: the pinned MAC is not passed on; the VM gets a fresh
+	// one every time.
+	PinIgnored
+	// PinMadeUnique: a pinned MAC a running VM holds is replaced by a
+	// fresh one, as KubeMacPool would.
+	PinMadeUnique
+)
+
 // LongBaseReachableMS is what the gateway really runs under
 // CtlARPLongTimers, whatever profile the fixture declares: REACHABLE alone
 // then lasts at least 90 s, beyond the bound of either profile (8.5 s tuned,
@@ -170,9 +239,9 @@ var controls = []Control{
 	{ID: CtlARPAnnounceAtBoot, Claim: "ARP-02", Description: "the guest sends a gratuitous ARP as its address comes up, so the gateway learns the new MAC at once", OnVMs: true, GuestUp: GuestAnnounces, Expect: failures.GatewayHoldsOldMAC},
 	{ID: CtlARPGatewayProbes, Claim: "ARP-03", Description: "the gateway resolves the guest's address while the re-created VM boots, so it holds the new MAC before any recovery can be timed", OnVMs: true, GuestUp: GatewayResolves, Expect: failures.RecoveryMeasuresNothing},
 	{ID: CtlARPLongTimers, Claim: "ARP-03", Description: "the gateway runs base_reachable_time_ms=180000, far longer than the declared profile", OnVMs: true, GatewayTimers: longTimers, Expect: failures.RecoversWithin},
-	{ID: CtlARPSilentGuest, Claim: "ARP-04", Description: "the guest's gratuitous ARP never leaves it", Expect: failures.EntryFlipsToNewMAC},
-	{ID: CtlARPPinIgnored, Claim: "ARP-05", Description: "the pinned MAC (VMSpec.MAC) is not passed to the attachment: a fresh one every time", Expect: failures.PinnedMACSurvives},
-	{ID: CtlARPUniqueMACs, Claim: "ARP-06", Description: "a pinned MAC already held by a running VM is replaced by a fresh one, as KubeMacPool would", Expect: failures.CollisionFlaps},
+	{ID: CtlARPSilentGuest, Claim: "ARP-04", Description: "the guest's gratuitous ARP never leaves it", SilentGuest: true, Expect: failures.EntryFlipsToNewMAC},
+	{ID: CtlARPPinIgnored, Claim: "ARP-05", Description: "the pinned MAC (VMSpec.MAC) is not passed to the attachment: a fresh one every time", PinnedMAC: PinIgnored, Expect: failures.PinnedMACSurvives},
+	{ID: CtlARPUniqueMACs, Claim: "ARP-06", Description: "a pinned MAC already held by a running VM is replaced by a fresh one, as KubeMacPool would", PinnedMAC: PinMadeUnique, Expect: failures.CollisionFlaps},
 	{ID: CtlARPMACPerVM, Claim: "ARP-07", Tier: "cluster", OnVMs: true, Description: "every unpinned VM gets a MAC derived from its namespace and name, as a MAC pool keeping one per VirtualMachine would: restarts keep it", UnpinnedMAC: nameMAC, Expect: failures.RestartFreshMAC},
 	{ID: CtlARPDrainEvicts, Claim: "ARP-08", Tier: "cluster", OnVMs: true, Description: "KubeVirt runs evictionStrategy: None, as a release whose KubeVirt CR drops LiveMigrate would: a drain evicts the launcher pod and the VM with it", EvictionStrategy: "None", Expect: failures.DrainMigrates},
 
@@ -199,29 +268,29 @@ var controls = []Control{
 	{ID: "STG-07/mutant-no-payload-guard", Claim: "STG-07", Description: "install-cni-plugins does not check for /cni-plugins before staging", ExtraArgs: stagerMutant("no-payload-guard.yaml"), Expect: failures.ExactSkipLine},
 	{ID: "STG-08/mutant-leaves-temp", Claim: "STG-08", Description: "install-cni-plugins leaves its temporary file behind on failure", ExtraArgs: stagerMutant("leaves-temp.yaml"), Expect: failures.NoTemporaryFile},
 	{ID: "STG-08/mutant-strands-killed-temp", Claim: "STG-08", Description: "install-cni-plugins uses a fresh temporary name each run and never clears what a killed run left", ExtraArgs: stagerMutant("strands-killed-temp.yaml"), Expect: failures.KilledRunLeftover},
-	{ID: CtlStagingKeptOn, Claim: "STG-09", Tier: "cluster", Description: "the Multus chart keeps the stager's init container with stageCniPlugins: false", Expect: failures.NoStagerInitContainer},
-	{ID: CtlReleaseTypoResolvesFalse, Claim: "STG-10", NeedsRelease: true, Description: "the platform chart's cozystack.platform.stageCniPlugins helper resolves a typo to false instead of failing", Expect: failures.RenderStops},
+	{ID: CtlStagingKeptOn, Claim: "STG-09", Tier: "cluster", Description: "the Multus chart keeps the stager's init container with stageCniPlugins: false", StagerKeptWhenOff: true, Expect: failures.NoStagerInitContainer},
+	{ID: CtlReleaseTypoResolvesFalse, Claim: "STG-10", NeedsRelease: true, Description: "the platform chart's cozystack.platform.stageCniPlugins helper resolves a typo to false instead of failing", BreakRelease: (*cozystack.Release).BreakTypoToFalse, Expect: failures.RenderStops},
 	// The assertion's message carries the platform's error: "init container install-cni-plugins exited 1".
-	{ID: CtlStagerFailsPod, Claim: "STG-11", Tier: "cluster", Description: "the stager's init container exits 1 whenever its script wrote a termination message: a plugin it cannot write keeps the Multus pod from Ready", Expect: failures.MultusPodReady},
+	{ID: CtlStagerFailsPod, Claim: "STG-11", Tier: "cluster", Description: "the stager's init container exits 1 whenever its script wrote a termination message: a plugin it cannot write keeps the Multus pod from Ready", StagerFailsContainer: true, Expect: failures.MultusPodReady},
 	{ID: CtlMultusRollsAll, Claim: "STG-12", Tier: "cluster", Description: "the Multus DaemonSet rolls with maxUnavailable 100%, as a chart that sets it would render it: every node's daemon may be down at once", MultusMaxUnavailable: "100%", Expect: failures.OneNodeAtATime},
 
 	// The datapath (CLAIMS.md VLAN-): the broken subject the platform
 	// builds instead of the guide's.
-	{ID: CtlNoSubinterface, Claim: "VLAN-01", Description: "br100 enslaves no VLAN sub-interface (uplink.100 absent)", Expect: failures.ReachesGateway},
-	{ID: CtlWrongVLAN, Claim: "VLAN-01", Description: "the node's sub-interface carries VLAN 101, the gateway VLAN 100", Expect: failures.ReachesGateway},
-	{ID: CtlUntagged, Claim: "VLAN-02", Description: "br100 enslaves the untagged uplink itself", Expect: failures.CrossesUntagged},
+	{ID: CtlNoSubinterface, Claim: "VLAN-01", Description: "br100 enslaves no VLAN sub-interface (uplink.100 absent)", BridgeWiring: fabric.NoSubinterface, Expect: failures.ReachesGateway},
+	{ID: CtlWrongVLAN, Claim: "VLAN-01", Description: "the node's sub-interface carries VLAN 101, the gateway VLAN 100", BridgeWiring: fabric.WrongVLAN, Expect: failures.ReachesGateway},
+	{ID: CtlUntagged, Claim: "VLAN-02", Description: "br100 enslaves the untagged uplink itself", BridgeWiring: fabric.UntaggedUplink, Expect: failures.CrossesUntagged},
 	{ID: CtlMacvlanPassthru, Claim: "VLAN-03", Description: "macvlan in passthru mode: the child receives every frame, so replies to the guest MAC arrive", OnVMs: true, NAD: SetNADKey("macvlan", "mode", "passthru"), Expect: failures.NoReplyReachesGuest},
-	{ID: CtlHostMacvlanShim, Claim: "VLAN-04", Description: "the node's address sits on a macvlan sibling (mode bridge) of the pod's child instead of the parent: the host does reach the child", Expect: failures.NoHostARPAtChild},
-	{ID: CtlServiceOnShim, Claim: "VLAN-04", Description: "the node's address, and its TCP service, sit on a macvlan sibling (mode bridge) of the pod's child: the child connects", Expect: failures.NoConnectionToParent},
-	{ID: CtlAddrOnSubinterface, Claim: "VLAN-05", Description: "the node's address sits on the enslaved uplink.100 instead of br100", Expect: failures.ReachesGuest},
-	{ID: CtlServiceOnSub, Claim: "VLAN-05", Description: "the node's address, and its TCP service, sit on the enslaved uplink.100 instead of br100", Expect: failures.ConnectsToService},
+	{ID: CtlHostMacvlanShim, Claim: "VLAN-04", Description: "the node's address sits on a macvlan sibling (mode bridge) of the pod's child instead of the parent: the host does reach the child", MacvlanWiring: fabric.MacvlanShim, Expect: failures.NoHostARPAtChild},
+	{ID: CtlServiceOnShim, Claim: "VLAN-04", Description: "the node's address, and its TCP service, sit on a macvlan sibling (mode bridge) of the pod's child: the child connects", MacvlanWiring: fabric.MacvlanShim, Expect: failures.NoConnectionToParent},
+	{ID: CtlAddrOnSubinterface, Claim: "VLAN-05", Description: "the node's address sits on the enslaved uplink.100 instead of br100", BridgeWiring: fabric.AddrOnSubinterface, Expect: failures.ReachesGuest},
+	{ID: CtlServiceOnSub, Claim: "VLAN-05", Description: "the node's address, and its TCP service, sit on the enslaved uplink.100 instead of br100", BridgeWiring: fabric.AddrOnSubinterface, Expect: failures.ConnectsToService},
 	{ID: CtlHostLocalIPAM, Claim: "VLAN-06", Description: "the NAD carries host-local IPAM instead of ipam: {}", OnVMs: true, HostLocalIPAM: true, Expect: failures.CarriesNoIP},
 	{ID: CtlDefaultRouteOnVLAN, Claim: "VLAN-07", Description: "cloud-init also puts a default route on the VLAN NIC", OnVMs: true, UserData: cloudinit.AddDefaultRoute, Expect: failures.DefaultRouteOnPodNIC},
-	{ID: CtlBothVLANsOneBridge, Claim: "VLAN-08", Description: "br100 enslaves both uplink.100 and uplink.200", Expect: failures.GoesUnanswered},
-	{ID: CtlProbeCannotLeave, Claim: "VLAN-08", Description: "the guest's ARP probe never leaves it (its VLAN NIC is down while it runs): silence proves nothing", Expect: failures.SeenLeaving},
-	{ID: CtlNodeHasBridge, Claim: "VLAN-09", Description: "the node lacking bridge has it after all", Expect: failures.NamesMissingPlugin},
-	{ID: CtlJumboPath, Claim: "VLAN-10", Description: "the physical VLAN carries 9000-byte frames, so the path is not smaller", Expect: failures.DroppedOnSmallerPath},
-	{ID: CtlNADInVMNamespace, Claim: "VLAN-11", Tier: "cluster", Description: "every NAD the run applies is also copied into the VM's own namespace, as a NAD replicator would: the VM there gets its VLAN NIC", Expect: failures.ReportsNADMissing},
+	{ID: CtlBothVLANsOneBridge, Claim: "VLAN-08", Description: "br100 enslaves both uplink.100 and uplink.200", BridgeWiring: fabric.BothVLANs, Expect: failures.GoesUnanswered},
+	{ID: CtlProbeCannotLeave, Claim: "VLAN-08", Description: "the guest's ARP probe never leaves it (its VLAN NIC is down while it runs): silence proves nothing", ProbeCannotLeave: true, Expect: failures.SeenLeaving},
+	{ID: CtlNodeHasBridge, Claim: "VLAN-09", Description: "the node lacking bridge has it after all", KeepPlugins: true, Expect: failures.NamesMissingPlugin},
+	{ID: CtlJumboPath, Claim: "VLAN-10", Description: "the physical VLAN carries 9000-byte frames, so the path is not smaller", MTU: 9000, Expect: failures.DroppedOnSmallerPath},
+	{ID: CtlNADInVMNamespace, Claim: "VLAN-11", Tier: "cluster", Description: "every NAD the run applies is also copied into the VM's own namespace, as a NAD replicator would: the VM there gets its VLAN NIC", NADCopiedIntoVMNamespace: true, Expect: failures.ReportsNADMissing},
 	{ID: CtlSpoofchkDropped, Claim: "VLAN-12", Description: "the NAD reaches the bridge plugin without macspoofchk (a renderer that drops the key): a frame from another MAC crosses the node", OnVMs: true, NAD: dropKey("bridge", "macspoofchk"), Expect: failures.SpoofchkDrops},
 	{ID: CtlConsumerOnTrunk, Claim: "VLAN-13", Description: "the consumer's macvlan child hangs off the trunk uplink, not uplink.100: nothing holds the sub-interface step 1 enslaves", NAD: SetNADKey("macvlan", "master", fabric.UplinkName), Expect: failures.RefusesToEnslave},
 	{ID: CtlNADBridgeCorrected, Claim: "VLAN-14", Description: "the subject puts every bridge-type attachment on step 1's br100, whatever bridge its NAD names", OnVMs: true, NAD: SetNADKey("bridge", "bridge", fabric.BridgeName), Expect: failures.NewBridgeMade},
@@ -330,87 +399,72 @@ func controlByID(id string) (Control, bool) {
 
 func knownControl(id string) bool { _, ok := controlByID(id); return ok }
 
-// Is reports whether the run applies the control id.
-func (c *Config) Is(id string) bool { return c.Control == id }
-
-// ControlNAD is conf as the run's control breaks it (Control.NAD), or
-// conf itself.
-func (c *Config) ControlNAD(conf string) string {
-	if ctl, ok := controlByID(c.Control); ok && ctl.NAD != nil {
-		return ctl.NAD(conf)
-	}
-	return conf
+// SelectedControl is the control --control names: the zero Control, the
+// guide's subject with nothing broken, without one.
+func (c *Config) SelectedControl() Control {
+	ctl, _ := controlByID(c.Control)
+	return ctl
 }
 
-// ControlUserData is userData as the run's control changes it
-// (Control.UserData), or userData itself.
-func (c *Config) ControlUserData(userData string) (string, error) {
-	if ctl, ok := controlByID(c.Control); ok && ctl.UserData != nil {
-		out, err := ctl.UserData(userData, c.Gateway)
-		if err != nil {
-			return "", fmt.Errorf("control %s: %w", c.Control, err)
-		}
-		return out, nil
+// BrokenNAD is conf as the control breaks it (NAD), or conf itself.
+func (c Control) BrokenNAD(conf string) string {
+	if c.NAD == nil {
+		return conf
 	}
-	return userData, nil
+	return c.NAD(conf)
 }
 
-// ControlMAC is the MAC a VM's VLAN NIC is asked for: the one its spec
-// pins, else the one the run's control gives it (Control.UnpinnedMAC),
-// else "" (a fresh one).
-func (c *Config) ControlMAC(namespace, name, pinned string) string {
-	if pinned != "" {
+// BrokenUserData is userData as the control changes it (UserData), given
+// the gateway's address, or userData itself.
+func (c Control) BrokenUserData(userData, gateway string) (string, error) {
+	if c.UserData == nil {
+		return userData, nil
+	}
+	out, err := c.UserData(userData, gateway)
+	if err != nil {
+		return "", fmt.Errorf("control %s: %w", c.ID, err)
+	}
+	return out, nil
+}
+
+// VMMAC is the MAC a VM's VLAN NIC is asked for, "" for a fresh one: the
+// one its spec pins, as PinnedMAC treats it (inUse tells whether a running
+// VM holds a MAC; nil: none does), else the one UnpinnedMAC gives it.
+func (c Control) VMMAC(namespace, name, pinned string, inUse func(mac string) bool) string {
+	switch {
+	case pinned == "":
+	case c.PinnedMAC == PinIgnored:
+		pinned = ""
+	case c.PinnedMAC == PinMadeUnique && inUse != nil && inUse(pinned):
+		pinned = ""
+	default:
 		return pinned
 	}
-	if ctl, ok := controlByID(c.Control); ok && ctl.UnpinnedMAC != nil {
-		return ctl.UnpinnedMAC(namespace, name)
+	if c.UnpinnedMAC != nil {
+		return c.UnpinnedMAC(namespace, name)
 	}
 	return ""
 }
 
-// ControlGatewayTimers maps the gateway's declared neighbour timers to what
-// it runs under the run's control (Control.GatewayTimers): the same timers
-// without one.
-func (c *Config) ControlGatewayTimers(declared map[string]string) map[string]string {
-	if ctl, ok := controlByID(c.Control); ok && ctl.GatewayTimers != nil {
-		return ctl.GatewayTimers(declared)
+// Timers maps the gateway's declared neighbour timers to what it runs
+// under the control (GatewayTimers): the same timers without one.
+func (c Control) Timers(declared map[string]string) map[string]string {
+	if c.GatewayTimers == nil {
+		return declared
 	}
-	return declared
+	return c.GatewayTimers(declared)
 }
 
-// ControlHostLocalIPAM tells whether the run's control puts host-local
-// IPAM into the bridge NADs (Control.HostLocalIPAM).
-func (c *Config) ControlHostLocalIPAM() bool {
-	ctl, ok := controlByID(c.Control)
-	return ok && ctl.HostLocalIPAM
-}
-
-// ControlEvictionStrategy is the KubeVirt CR's evictionStrategy under the
-// run's control (Control.EvictionStrategy): "" keeps the CR's.
-func (c *Config) ControlEvictionStrategy() string {
-	if ctl, ok := controlByID(c.Control); ok {
-		return ctl.EvictionStrategy
+// StagerImagePlugins are the plugins the stager image carries under the
+// control (ImagePlugins), given those it carries otherwise (nil: the 14).
+func (c Control) StagerImagePlugins(carried []string) []string {
+	if c.ImagePlugins == nil {
+		return carried
 	}
-	return ""
-}
-
-// ControlGuestUp is what happens as a guest's address comes up under the
-// run's control (Control.GuestUp): Quiet without one.
-func (c *Config) ControlGuestUp() GuestUp {
-	if ctl, ok := controlByID(c.Control); ok {
-		return ctl.GuestUp
+	if carried == nil {
+		carried = stager.StagedPlugins
 	}
-	return Quiet
-}
-
-// ControlMultusMaxUnavailable is the maxUnavailable the Multus DaemonSet
-// rolls with under the run's control (Control.MultusMaxUnavailable): ""
-// without one, the DaemonSet as rendered.
-func (c *Config) ControlMultusMaxUnavailable() string {
-	if ctl, ok := controlByID(c.Control); ok {
-		return ctl.MultusMaxUnavailable
-	}
-	return ""
+	return c.ImagePlugins(carried)
 }
 
 // StagerImagePlugins are the plugins the image the suite builds carries:
@@ -422,12 +476,5 @@ func (c *Config) StagerImagePlugins() []string {
 	if s := c.Subject(); s != nil {
 		carried = s.Image.Plugins
 	}
-	ctl, ok := controlByID(c.Control)
-	if !ok || ctl.ImagePlugins == nil {
-		return carried
-	}
-	if carried == nil {
-		carried = stager.StagedPlugins
-	}
-	return ctl.ImagePlugins(carried)
+	return c.SelectedControl().StagerImagePlugins(carried)
 }

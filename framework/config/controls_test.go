@@ -328,7 +328,7 @@ func TestControlNAD(t *testing.T) {
 		{CtlConsumerOnTrunk, macvlan, map[string]any{"master": "uplink"}, ""},
 		{CtlNoSubinterface, bridge, nil, ""},
 	} {
-		got := (&Config{Control: tc.control}).ControlNAD(tc.conf)
+		got := selected(tc.control).BrokenNAD(tc.conf)
 		if tc.want == nil {
 			if got != tc.conf {
 				t.Errorf("--control=%q: %s became %s, want it unchanged", tc.control, tc.conf, got)
@@ -356,11 +356,11 @@ func TestControlNAD(t *testing.T) {
 func TestControlUserData(t *testing.T) {
 	guide := fixtures.CloudInit("203.0.113.10/24")
 	for _, control := range []string{"", CtlSpoofchkDropped} {
-		if got, err := (&Config{Control: control, Gateway: "203.0.113.1"}).ControlUserData(guide); err != nil || got != guide {
+		if got, err := selected(control).BrokenUserData(guide, "203.0.113.1"); err != nil || got != guide {
 			t.Errorf("--control=%q: the userData became %q (%v), want the guide's", control, got, err)
 		}
 	}
-	got, err := (&Config{Control: CtlDefaultRouteOnVLAN, Gateway: "203.0.113.1"}).ControlUserData(guide)
+	got, err := selected(CtlDefaultRouteOnVLAN).BrokenUserData(guide, "203.0.113.1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +395,7 @@ func TestControlGuestUp(t *testing.T) {
 		{CtlARPLongTimers, Quiet},
 		{CtlARPSilentGuest, Quiet},
 	} {
-		if got := (&Config{Control: tc.control}).ControlGuestUp(); got != tc.want {
+		if got := selected(tc.control).GuestUp; got != tc.want {
 			t.Errorf("--control=%q: GuestUp %d, want %d", tc.control, got, tc.want)
 		}
 	}
@@ -414,7 +414,7 @@ func TestControlGuestUp(t *testing.T) {
 // of VMs: the strategy is KubeVirt's.
 func TestControlEvictionStrategy(t *testing.T) {
 	for control, want := range map[string]string{"": "", CtlARPDrainEvicts: "None", CtlARPMACPerVM: ""} {
-		if got := (&Config{Control: control}).ControlEvictionStrategy(); got != want {
+		if got := selected(control).EvictionStrategy; got != want {
 			t.Errorf("--control=%q: evictionStrategy %q, want %q", control, got, want)
 		}
 	}
@@ -435,7 +435,7 @@ func TestControlMultusMaxUnavailable(t *testing.T) {
 		{CtlStagerFailsPod, ""},
 		{CtlMultusRollsAll, "100%"},
 	} {
-		if got := (&Config{Control: tc.control}).ControlMultusMaxUnavailable(); got != tc.want {
+		if got := selected(tc.control).MultusMaxUnavailable; got != tc.want {
 			t.Errorf("--control=%q: maxUnavailable %q, want %q", tc.control, got, tc.want)
 		}
 	}
@@ -453,35 +453,62 @@ func TestControlMultusMaxUnavailable(t *testing.T) {
 func TestControlMAC(t *testing.T) {
 	const pinned = "02:00:00:00:05:01"
 	for _, control := range []string{"", CtlSpoofchkDropped} {
-		c := &Config{Control: control}
-		if got := c.ControlMAC("tenant-arp", "vm-arp07", ""); got != "" {
+		c := selected(control)
+		if got := c.VMMAC("tenant-arp", "vm-arp07", "", nil); got != "" {
 			t.Errorf("--control=%q: an unpinned VM gets %q, want a fresh one (\"\")", control, got)
 		}
-		if got := c.ControlMAC("tenant-arp", "vm-arp07", pinned); got != pinned {
+		if got := c.VMMAC("tenant-arp", "vm-arp07", pinned, nil); got != pinned {
 			t.Errorf("--control=%q: a pinned VM gets %q, want %s", control, got, pinned)
 		}
 	}
 	for _, control := range []string{CtlARPNameDerivedMAC, CtlARPMACPerVM} {
-		c := &Config{Control: control}
-		mac := c.ControlMAC("tenant-arp", "vm-arp07", "")
+		c := selected(control)
+		mac := c.VMMAC("tenant-arp", "vm-arp07", "", nil)
 		hw, err := net.ParseMAC(mac)
 		if err != nil || len(hw) != 6 || hw[0]&0x01 != 0 || hw[0]&0x02 == 0 {
 			t.Errorf("--control=%s: %q (%v), want a locally administered unicast MAC", control, mac, err)
 		}
-		if again := c.ControlMAC("tenant-arp", "vm-arp07", ""); again != mac {
+		if again := c.VMMAC("tenant-arp", "vm-arp07", "", nil); again != mac {
 			t.Errorf("--control=%s: the same VM got %s, then %s", control, mac, again)
 		}
-		if other := c.ControlMAC("tenant-arp", "vm-arp05", ""); other == mac {
+		if other := c.VMMAC("tenant-arp", "vm-arp05", "", nil); other == mac {
 			t.Errorf("--control=%s: two VMs share %s", control, mac)
 		}
-		if other := c.ControlMAC("tenant-other", "vm-arp07", ""); other == mac {
+		if other := c.VMMAC("tenant-other", "vm-arp07", "", nil); other == mac {
 			t.Errorf("--control=%s: one name in two namespaces shares %s", control, mac)
 		}
-		if got := c.ControlMAC("tenant-arp", "vm-arp07", pinned); got != pinned {
+		if got := c.VMMAC("tenant-arp", "vm-arp07", pinned, nil); got != pinned {
 			t.Errorf("--control=%s: a pinned VM gets %q, want %s", control, got, pinned)
 		}
 	}
 }
+
+// What becomes of a pinned MAC is the control's value too (the lab's
+// attachment): kept by the guide, never passed on under ARP-05's control,
+// replaced while a running VM holds it under ARP-06's.
+func TestControlPinnedMAC(t *testing.T) {
+	const pinned = "02:00:00:00:05:01"
+	held := func(mac string) bool { return mac == pinned }
+	free := func(string) bool { return false }
+	for _, tc := range []struct {
+		control string
+		inUse   func(string) bool
+		want    string
+	}{
+		{"", held, pinned},
+		{CtlARPPinIgnored, free, ""},
+		{CtlARPPinIgnored, held, ""},
+		{CtlARPUniqueMACs, free, pinned},
+		{CtlARPUniqueMACs, held, ""},
+	} {
+		if got := selected(tc.control).VMMAC("tenant-arp", "vm-arp05", pinned, tc.inUse); got != tc.want {
+			t.Errorf("--control=%q, the pinned MAC held %v: %q, want %q", tc.control, tc.inUse(pinned), got, tc.want)
+		}
+	}
+}
+
+// selected is the control --control=id selects: the zero Control for "".
+func selected(id string) Control { return (&Config{Control: id}).SelectedControl() }
 
 // A control that breaks VMs on a cluster cannot run where the cluster
 // runs pods, be it a lab control also applied to VMs or a cluster

@@ -255,11 +255,12 @@ type ndtmsg struct{ family uint8 }
 func (m ndtmsg) Len() int          { return ndtmsgLen }
 func (m ndtmsg) Serialize() []byte { return []byte{m.family, 0, 0, 0} }
 
-// ProbeUntilLearned is the gateway of the control CtlARPGatewayProbes: it
-// probes a booting guest's address until an entry it holds has the
-// guest's MAC. The kernel ignores a reply that changes an entry's MAC
-// within its locktime (1 s) of the entry's last update, and the old entry
-// turns STALE (an update) at a moment a re-creation does not control: a
+// ProbeUntilLearned is the gateway of ARP-03's control whose gateway
+// resolves the booting guest (config.GatewayResolves): it probes a
+// booting guest's address until an entry it holds has the guest's MAC.
+// The kernel ignores a reply that changes an entry's MAC within its
+// locktime (1 s) of the entry's last update, and the old entry turns
+// STALE (an update) at a moment a re-creation does not control: a
 // boot leaves room for a probe past it, so probes repeat, each past the
 // locktime of the last.
 func (g *Netns) ProbeUntilLearned(ctx context.Context, addr netip.Addr, mac net.HardwareAddr) error {

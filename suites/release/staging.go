@@ -18,7 +18,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
 	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/run"
@@ -121,16 +120,17 @@ func multusValues(p *cozystack.Platform) any {
 	return p.MultusValues
 }
 
-// underTest is the release under test, or, under the control, a copy of it
-// with the platform's helper broken; the copy is removed after the
-// container.
+// underTest is the release under test, or, under a control that breaks it
+// (Control.BreakRelease, STG-10's: the platform's helper), a copy so
+// broken; the copy is removed after the container.
 func underTest(r *run.Run) (*cozystack.Release, error) {
 	cfg := r.Config()
 	s := cfg.Subject()
 	if s == nil {
 		Skip("no Cozystack release under test: pass --cozystack=DIR (the suite's reference subject has no charts)")
 	}
-	if !cfg.Is(config.CtlReleaseTypoResolvesFalse) {
+	brk := cfg.SelectedControl().BreakRelease
+	if brk == nil {
 		return s.Release, nil
 	}
 	dir, err := os.MkdirTemp(cfg.WorkDir, "vcf-release-")
@@ -142,5 +142,5 @@ func underTest(r *run.Run) (*cozystack.Release, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c, c.BreakTypoToFalse()
+	return c, brk(c)
 }

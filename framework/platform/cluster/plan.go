@@ -60,7 +60,7 @@ func (c *Cluster) plan() (*plan.Plan, error) {
 		p.Add("apply", "no KubeVirt (--workload=pod): the workloads are pods attached by Multus, image "+workload.PodImage, nil, nil)
 		return p, nil
 	}
-	kubevirt.Plan(p, cl, c.cfg.Subject(), c.kube, c.timeouts["kubevirt"], c.cfg.ControlEvictionStrategy())
+	kubevirt.Plan(p, cl, c.cfg.Subject(), c.kube, c.timeouts["kubevirt"], c.cfg.SelectedControl().EvictionStrategy)
 	return p, nil
 }
 

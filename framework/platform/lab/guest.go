@@ -93,7 +93,7 @@ func startGuest(ctx context.Context, l *Lab, spec platform.VMSpec) (_ *guest, er
 	if err := cloudinit.Apply(g.vm.Handle, spec.CloudInit); err != nil {
 		return nil, fmt.Errorf("cloud-init: %w", err)
 	}
-	switch l.cfg.ControlGuestUp() {
+	switch l.cfg.SelectedControl().GuestUp {
 	case config.GuestAnnounces:
 		if err := g.Announce(); err != nil {
 			return nil, fmt.Errorf("announce at boot: %w", err)

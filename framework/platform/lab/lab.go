@@ -104,7 +104,7 @@ func New(ctx context.Context, cfg *config.Config) (*Lab, error) {
 		l.macvlan = nil
 		l.gw = gateway.Vendor{Addr: gwAddr.Addr()}
 	} else {
-		g, err := gateway.New(fab, cfg.ARPProfile, cfg.ControlGatewayTimers)
+		g, err := gateway.New(fab, cfg.ARPProfile, cfg.SelectedControl().Timers)
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("gateway timers: %w", err), l.Close(ctx))
 		}
@@ -165,7 +165,7 @@ func (l *Lab) nad(namespace, name string) (string, error) {
 }
 
 func (l *Lab) StartVM(ctx context.Context, spec platform.VMSpec) (platform.Guest, error) {
-	ud, err := l.cfg.ControlUserData(spec.CloudInit)
+	ud, err := l.cfg.SelectedControl().BrokenUserData(spec.CloudInit, l.cfg.Gateway)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"cmp"
 	"net/netip"
 
 	"github.com/cozystack/vlan-conformance/framework/addresses"
@@ -11,9 +12,9 @@ import (
 
 // subject is what the lab builds for a run: the guide's setup, or the
 // deliberately broken variant a negative control names. This is the only
-// place controls turn into topology changes; a NAD, userData or MAC
-// break is the control's own value (config.Control.NAD, UserData,
-// UnpinnedMAC), which the cluster applies too.
+// place the lab reads the control's value (config.Control): each break
+// is one of its fields, zero for the guide's; a NAD, userData or MAC
+// break is one the cluster applies too.
 type subject struct {
 	bridgeWiring  fabric.Wiring
 	macvlanWiring fabric.Wiring
@@ -36,46 +37,20 @@ type subject struct {
 const hostLocalDataDir = "/run/vcf-host-local"
 
 func subjectFor(cfg *config.Config) subject {
+	ctl := cfg.SelectedControl()
 	s := subject{
-		bridgeWiring: fabric.GuideBridge, macvlanWiring: fabric.MacvlanParent, mtu: 1500,
-		nadConfig: cfg.ControlNAD,
-		// A pinned MAC, or the control's for an unpinned VM (ARP-01's).
-		vmMAC: func(spec platform.VMSpec, _ func(string) bool) string {
-			return cfg.ControlMAC(spec.Namespace, spec.Name, spec.MAC)
+		bridgeWiring:  ctl.BridgeWiring,
+		macvlanWiring: cmp.Or(ctl.MacvlanWiring, fabric.MacvlanParent),
+		mtu:           cmp.Or(ctl.MTU, 1500),
+		nadConfig:     ctl.BrokenNAD,
+		keepPlugins:   ctl.KeepPlugins,
+		vmMAC: func(spec platform.VMSpec, inUse func(string) bool) string {
+			return ctl.VMMAC(spec.Namespace, spec.Name, spec.MAC, inUse)
 		},
+		silentGuest:      ctl.SilentGuest,
+		probeCannotLeave: ctl.ProbeCannotLeave,
 	}
-	switch cfg.Control {
-	case config.CtlNoSubinterface:
-		s.bridgeWiring = fabric.NoSubinterface
-	case config.CtlWrongVLAN:
-		s.bridgeWiring = fabric.WrongVLAN
-	case config.CtlUntagged:
-		s.bridgeWiring = fabric.UntaggedUplink
-	case config.CtlAddrOnSubinterface, config.CtlServiceOnSub:
-		s.bridgeWiring = fabric.AddrOnSubinterface
-	case config.CtlBothVLANsOneBridge:
-		s.bridgeWiring = fabric.BothVLANs
-	case config.CtlProbeCannotLeave:
-		s.probeCannotLeave = true
-	case config.CtlHostMacvlanShim, config.CtlServiceOnShim:
-		s.macvlanWiring = fabric.MacvlanShim
-	case config.CtlJumboPath:
-		s.mtu = 9000
-	case config.CtlNodeHasBridge:
-		s.keepPlugins = true
-	case config.CtlARPSilentGuest:
-		s.silentGuest = true
-	case config.CtlARPPinIgnored:
-		s.vmMAC = func(platform.VMSpec, func(string) bool) string { return "" }
-	case config.CtlARPUniqueMACs:
-		s.vmMAC = func(spec platform.VMSpec, inUse func(string) bool) string {
-			if spec.MAC != "" && inUse(spec.MAC) {
-				return ""
-			}
-			return spec.MAC
-		}
-	}
-	if cfg.ControlHostLocalIPAM() {
+	if ctl.HostLocalIPAM {
 		s.nadConfig = addresses.WithHostLocalIPAM(netip.MustParsePrefix(cfg.Subnet), hostLocalDataDir)
 	}
 	return s

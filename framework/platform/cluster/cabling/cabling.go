@@ -87,7 +87,7 @@ func (c *Cabling) Cable(specs []fabric.NodeSpec, gw, otherGW netip.Prefix, untag
 	}
 	c.fab = f
 	c.untagged = untagged
-	g, err := gateway.New(f, c.cfg.ARPProfile, c.cfg.ControlGatewayTimers)
+	g, err := gateway.New(f, c.cfg.ARPProfile, c.cfg.SelectedControl().Timers)
 	if err != nil {
 		return nil, err
 	}

@@ -48,7 +48,7 @@ type Multus struct {
 	// The DaemonSet as applied: kube-system/kube-multus-ds upstream,
 	// cozy-multus/cozy-multus from the release's chart.
 	namespace, daemonSet string
-	keptOn               *cozystack.Release // CtlStagingKeptOn's broken copy of the release
+	keptOn               *cozystack.Release // the broken copy of the release under Control.StagerKeptWhenOff
 }
 
 func New(cfg *config.Config, timeouts map[string]time.Duration, k *kube.Clients) *Multus {
@@ -122,9 +122,9 @@ func (m *Multus) install(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if m.cfg.Is(config.CtlStagerFailsPod) {
+		if ctl := m.cfg.SelectedControl(); ctl.StagerFailsContainer {
 			if err := failingStager(&ic); err != nil {
-				return fmt.Errorf("the control %s: %w", config.CtlStagerFailsPod, err)
+				return fmt.Errorf("the control %s: %w", ctl.ID, err)
 			}
 		}
 		m.stager, m.stagerVol = &ic, vol

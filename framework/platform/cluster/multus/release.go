@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cozystack/vlan-conformance/framework/atomicfile"
-	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
 	"github.com/cozystack/vlan-conformance/framework/stager"
 	"github.com/cozystack/vlan-conformance/framework/subject"
@@ -35,11 +34,12 @@ import (
 
 // releaseObjects are the release's multus objects to apply, for
 // networking.stageCniPlugins s: rendered (from the control's broken copy
-// under CtlStagingKeptOn), then the listed rewrites.
+// under Control.StagerKeptWhenOff), then the listed rewrites.
 func (m *Multus) releaseObjects(s cozystack.Staging) ([]*unstructured.Unstructured, error) {
 	subj := m.cfg.Subject()
 	rel := subj.Release
-	if m.cfg.Is(config.CtlStagingKeptOn) && s.Set {
+	ctl := m.cfg.SelectedControl()
+	if ctl.StagerKeptWhenOff && s.Set {
 		var err error
 		if rel, err = m.keptOnCopy(); err != nil {
 			return nil, fmt.Errorf("the control's copy of the release: %w", err)
@@ -64,17 +64,17 @@ func (m *Multus) releaseObjects(s cozystack.Staging) ([]*unstructured.Unstructur
 			// The whole difference between what the chart rendered and
 			// what is applied, for the report.
 			why := "the image rewrites above and nothing else"
-			if m.cfg.Is(config.CtlStagerFailsPod) {
+			if ctl.StagerFailsContainer {
 				if err := failingStagerIn(o); err != nil {
-					return nil, fmt.Errorf("the control %s: %w", config.CtlStagerFailsPod, err)
+					return nil, fmt.Errorf("the control %s: %w", ctl.ID, err)
 				}
-				why = "the image rewrites above and the control " + config.CtlStagerFailsPod + "'s wrapper of the stager's script"
+				why = "the image rewrites above and the control " + ctl.ID + "'s wrapper of the stager's script"
 			}
-			if v := m.cfg.ControlMultusMaxUnavailable(); v != "" {
+			if v := ctl.MultusMaxUnavailable; v != "" {
 				if err := rollingUpdate(o, v); err != nil {
-					return nil, fmt.Errorf("the control %s: %w", m.cfg.Control, err)
+					return nil, fmt.Errorf("the control %s: %w", ctl.ID, err)
 				}
-				why = "the image rewrites above and the control " + m.cfg.Control + "'s maxUnavailable " + v
+				why = "the image rewrites above and the control " + ctl.ID + "'s maxUnavailable " + v
 			}
 			subj.Ledger.Add(cozystack.Change{Kind: "patch", Object: fmt.Sprintf("DaemonSet %s/%s (stageCniPlugins %s)", o.GetNamespace(), o.GetName(), s), What: "rendered → applied, in full", Why: why, Diff: cmp.Diff(rendered.Object, o.Object)})
 		}
@@ -258,7 +258,8 @@ func failingStagerIn(o *unstructured.Unstructured) error {
 	return unstructured.SetNestedSlice(o.Object, cs, "spec", "template", "spec", "initContainers")
 }
 
-// failingStager is the control CtlStagerFailsPod's stager: its script runs
+// failingStager is the stager of a control that fails its container
+// (Control.StagerFailsContainer): its script runs
 // unchanged in a subshell, then the container exits 1 when the script left
 // a termination message, i.e. reported a plugin it could not write. That
 // is the design the guide rejects ("failing it instead would leave the

@@ -326,14 +326,15 @@ func strategy(s appsv1.DaemonSetUpdateStrategy) string {
 // controlRollout gives the Multus DaemonSet in objs the maxUnavailable of
 // the run's control (config.Control.MultusMaxUnavailable), if it has one.
 func (m *Multus) controlRollout(objs []*unstructured.Unstructured) error {
-	v := m.cfg.ControlMultusMaxUnavailable()
+	ctl := m.cfg.SelectedControl()
+	v := ctl.MultusMaxUnavailable
 	if v == "" {
 		return nil
 	}
 	for _, o := range objs {
 		if o.GetKind() == "DaemonSet" && strings.Contains(o.GetName(), "multus") {
 			if err := rollingUpdate(o, v); err != nil {
-				return fmt.Errorf("the control %s: %w", m.cfg.Control, err)
+				return fmt.Errorf("the control %s: %w", ctl.ID, err)
 			}
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/platform"
@@ -61,8 +60,8 @@ func (m *Multus) applyStaging(ctx context.Context, on bool) error {
 	rev := fmt.Sprintf("%v-%d", on, time.Now().UnixNano())
 	if m.cfg.Subject() != nil {
 		// The release's own template decides; the suite removes nothing.
-		// (The control CtlStagingKeptOn renders a copy whose template
-		// ignores the value.)
+		// (Under Control.StagerKeptWhenOff it renders a copy whose
+		// template ignores the value.)
 		objs, err := m.releaseObjects(cozystack.StagingValue(on))
 		if err != nil {
 			return err
@@ -79,9 +78,9 @@ func (m *Multus) applyStaging(ctx context.Context, on bool) error {
 // taken off. rev annotates the pod template so that the DaemonSet rolls.
 func (m *Multus) withReferenceStaging(on bool, rev string) error {
 	var stager *corev1.Container
-	// The negative control CtlStagingKeptOn: a chart that keeps the init
-	// container whatever stageCniPlugins says.
-	if on || m.cfg.Is(config.CtlStagingKeptOn) {
+	// A negative control's chart may keep the init container whatever
+	// stageCniPlugins says (Control.StagerKeptWhenOff).
+	if on || m.cfg.SelectedControl().StagerKeptWhenOff {
 		if m.stager == nil {
 			return fmt.Errorf("staging on needs --cni-staging=stager and --cni-plugins-image: %w", evidence.ErrNotObservable)
 		}

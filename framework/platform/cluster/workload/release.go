@@ -155,7 +155,7 @@ func (w *Workloads) patchVM(o *unstructured.Unstructured, spec platform.VMSpec, 
 			l.Add(cozystack.Change{Kind: "patch", Object: obj, What: "spec.template.spec.affinity: required hostname in <the spec's nodes>, the first preferred", Why: "a spec that drains the VM's node (ARP-08) places it on one bridge node and leaves it free to move to another"})
 		}
 	}
-	if mac := w.cfg.ControlMAC(spec.Namespace, spec.Name, spec.MAC); mac != "" && len(spec.Networks) > 0 {
+	if mac := w.cfg.SelectedControl().VMMAC(spec.Namespace, spec.Name, spec.MAC, nil); mac != "" && len(spec.Networks) > 0 {
 		opts = append(opts, vm.WithInterfaceMAC(spec.Networks[0], mac))
 		l.Add(cozystack.Change{Kind: "patch", Object: obj, What: "spec.template.spec.domain.devices.interfaces[<the VLAN network>].macAddress: <derived from the namespace and name>", Why: "negative control " + w.cfg.Control + ": a MAC allocator keeping one MAC per VirtualMachine"})
 	}

@@ -140,7 +140,7 @@ func TestControlMACOnBothRenderings(t *testing.T) {
 		return out
 	}
 	controlled := &config.Config{Control: config.CtlARPMACPerVM}
-	want := controlled.ControlMAC(spec.Namespace, spec.Name, "")
+	want := controlled.SelectedControl().VMMAC(spec.Namespace, spec.Name, "", nil)
 	if want == "" {
 		t.Fatalf("%s gives no MAC", config.CtlARPMACPerVM)
 	}

@@ -73,7 +73,7 @@ func (w *Workloads) create(ctx context.Context, spec platform.VMSpec) error {
 // the run's control gives an unpinned VM set where a pinned one goes
 // (config.Control.UnpinnedMAC).
 func (w *Workloads) renderOwn(spec platform.VMSpec, nodeName string) Rendered {
-	spec.MAC = w.cfg.ControlMAC(spec.Namespace, spec.Name, spec.MAC)
+	spec.MAC = w.cfg.SelectedControl().VMMAC(spec.Namespace, spec.Name, spec.MAC, nil)
 	return RenderVM(spec, w.img, nodeName)
 }
 
@@ -225,7 +225,7 @@ func newVMI(k *kube.Clients, timeouts map[string]time.Duration, ns, name string,
 // comes up (config.GuestUp), as the lab's guests do
 // (framework/platform/lab/guest.go).
 func (w *Workloads) asGuestComesUp(ctx context.Context, g *vmGuest) error {
-	switch w.cfg.ControlGuestUp() {
+	switch w.cfg.SelectedControl().GuestUp {
 	case config.GuestAnnounces:
 		return g.AnnounceGARP(ctx)
 	case config.GatewayResolves:

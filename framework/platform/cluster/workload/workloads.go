@@ -50,7 +50,7 @@ type Workloads struct {
 	mu     sync.Mutex
 	guests map[string]*vmGuest
 	pods   map[string]*podGuest    // --workload=pod
-	nads   map[string]platform.NAD // applied, by name (CtlNADInVMNamespace)
+	nads   map[string]platform.NAD // applied, by name (Control.NADCopiedIntoVMNamespace)
 }
 
 var _ platform.KubeVMs = (*Workloads)(nil)
@@ -89,8 +89,9 @@ func (w *Workloads) ApplyNAD(ctx context.Context, namespace string, nad platform
 	if err := w.owner.EnsureNamespace(ctx, w.kube, namespace); err != nil {
 		return err
 	}
-	broken := w.cfg.ControlNAD(nad.Config)
-	if w.cfg.ControlHostLocalIPAM() {
+	ctl := w.cfg.SelectedControl()
+	broken := ctl.BrokenNAD(nad.Config)
+	if ctl.HostLocalIPAM {
 		subnet, err := netip.ParsePrefix(w.cfg.Subnet)
 		if err != nil {
 			return err
@@ -120,11 +121,13 @@ func (w *Workloads) ApplyNAD(ctx context.Context, namespace string, nad platform
 	return nil
 }
 
-// copyNADs is the negative control CtlNADInVMNamespace: every NAD the spec
+// copyNADs is a negative control's NAD replicator
+// (Control.NADCopiedIntoVMNamespace): every NAD the spec
 // names that the run applied elsewhere is copied into the spec's namespace,
 // as a NAD replicator would, so VLAN-11's VM there gets its VLAN NIC.
 func (w *Workloads) copyNADs(ctx context.Context, spec platform.VMSpec) error {
-	if !w.cfg.Is(config.CtlNADInVMNamespace) {
+	ctl := w.cfg.SelectedControl()
+	if !ctl.NADCopiedIntoVMNamespace {
 		return nil
 	}
 	for _, name := range spec.Networks {
@@ -135,7 +138,7 @@ func (w *Workloads) copyNADs(ctx context.Context, spec platform.VMSpec) error {
 			continue
 		}
 		if err := w.ApplyNAD(ctx, spec.Namespace, nad); err != nil {
-			return fmt.Errorf("control %s: copying NAD %s into %s: %w", config.CtlNADInVMNamespace, name, spec.Namespace, err)
+			return fmt.Errorf("control %s: copying NAD %s into %s: %w", ctl.ID, name, spec.Namespace, err)
 		}
 	}
 	return nil
@@ -162,7 +165,7 @@ func (w *Workloads) start(ctx context.Context, spec platform.VMSpec, kind string
 	if err := w.copyNADs(ctx, spec); err != nil {
 		return nil, err
 	}
-	if ud, err := w.cfg.ControlUserData(spec.CloudInit); err != nil {
+	if ud, err := w.cfg.SelectedControl().BrokenUserData(spec.CloudInit, w.cfg.Gateway); err != nil {
 		return nil, err
 	} else if ud != spec.CloudInit {
 		evidence.Artifacts{ReportDir: w.cfg.ReportDir}.Note("workload", "%s/%s: control %s: its userData is\n%s", spec.Namespace, spec.Name, w.cfg.Control, ud)
