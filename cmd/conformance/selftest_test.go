@@ -19,7 +19,7 @@ func TestSelftestOnPodsRunsNoControlThatBreaksVMs(t *testing.T) {
 		sawVMOnly := false
 		for _, c := range config.ControlsOn("cluster") {
 			why := d.notRunReason(c)
-			sawVMOnly = sawVMOnly || c.ID == config.CtlARPMACPerVM
+			sawVMOnly = sawVMOnly || c.ID == "ARP-07/mac-kept-per-vm-object"
 			switch wantSkip := c.OnVMs && workload == "pod"; {
 			case wantSkip && !strings.Contains(why, "runs pods"):
 				t.Errorf("--workload=%s: %s is run (%q), want it not run: it breaks VMs", workload, c.ID, why)
@@ -28,7 +28,7 @@ func TestSelftestOnPodsRunsNoControlThatBreaksVMs(t *testing.T) {
 			}
 		}
 		if !sawVMOnly {
-			t.Errorf("%s is not among the cluster's controls", config.CtlARPMACPerVM)
+			t.Errorf("ARP-07/mac-kept-per-vm-object is not among the cluster's controls")
 		}
 	}
 }
@@ -48,9 +48,9 @@ func TestSelftestOnly(t *testing.T) {
 		only, want, err string
 	}{
 		{"", ids(config.ControlsOn("cluster")), ""},
-		{config.CtlNADInVMNamespace + ",ARP-07", config.CtlARPMACPerVM + "," + config.CtlNADInVMNamespace, ""},
-		{"ARP-03", config.CtlARPGatewayProbes + "," + config.CtlARPLongTimers, ""},
-		{"ARP-03, " + config.CtlARPLongTimers, config.CtlARPGatewayProbes + "," + config.CtlARPLongTimers, ""},
+		{"VLAN-11/nad-copied-into-vm-namespace,ARP-07", "ARP-07/mac-kept-per-vm-object,VLAN-11/nad-copied-into-vm-namespace", ""},
+		{"ARP-03", "ARP-03/gateway-probes-during-boot,ARP-03/gateway-runs-longer-timers", ""},
+		{"ARP-03, ARP-03/gateway-runs-longer-timers", "ARP-03/gateway-probes-during-boot,ARP-03/gateway-runs-longer-timers", ""},
 		{"VLAN-99,ARP-07", "", "--only VLAN-99: no control"},
 		{"STG-01", "", "--only STG-01: no control of --tier=cluster"},
 	} {

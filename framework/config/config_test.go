@@ -51,13 +51,13 @@ func TestValidateRejectsBadInput(t *testing.T) {
 		{[]string{"--tier=cluster", "--kubeconfig=/nonexistent"}, "--kubeconfig"},
 		{[]string{"--control=VLAN-99/nope"}, "--control"},
 		// A control applied to the other tier would change nothing.
-		{[]string{"--control=" + CtlNADInVMNamespace}, "built on the cluster tier, not --tier=lab"},
-		{[]string{"--tier=cluster", "--control=" + CtlNoSubinterface}, "built on the lab tier, not --tier=cluster"},
+		{[]string{"--control=VLAN-11/nad-copied-into-vm-namespace"}, "built on the cluster tier, not --tier=lab"},
+		{[]string{"--tier=cluster", "--control=VLAN-01/no-vlan-subinterface"}, "built on the lab tier, not --tier=cluster"},
 		// A lab control that breaks VMs on a cluster has no VM there to break.
-		{[]string{"--tier=cluster", "--workload=pod", "--control=" + CtlSpoofchkDropped}, "on a cluster it breaks VMs: pass --workload=vm"},
+		{[]string{"--tier=cluster", "--workload=pod", "--control=VLAN-12/macspoofchk-dropped"}, "on a cluster it breaks VMs: pass --workload=vm"},
 		// So does a cluster control whose claim is about VMs.
-		{[]string{"--tier=cluster", "--workload=pod", "--control=" + CtlARPMACPerVM}, "on a cluster it breaks VMs: pass --workload=vm"},
-		{[]string{"--control=" + CtlARPMACPerVM}, "built on the cluster tier, not --tier=lab"},
+		{[]string{"--tier=cluster", "--workload=pod", "--control=ARP-07/mac-kept-per-vm-object"}, "on a cluster it breaks VMs: pass --workload=vm"},
+		{[]string{"--control=ARP-07/mac-kept-per-vm-object"}, "built on the cluster tier, not --tier=lab"},
 		{[]string{"--other-vlan=100"}, "must differ"},
 	} {
 		err := parse(t, tc.args...)

@@ -144,48 +144,6 @@ type Control struct {
 	NADCopiedIntoVMNamespace bool
 }
 
-// Control IDs the tests and the docs name.
-const (
-	// The lab's datapath (framework/platform/lab/subject.go).
-	CtlNoSubinterface     = "VLAN-01/no-vlan-subinterface"
-	CtlWrongVLAN          = "VLAN-01/wrong-vlan-id"
-	CtlUntagged           = "VLAN-02/untagged-wiring"
-	CtlMacvlanPassthru    = "VLAN-03/macvlan-passthru"
-	CtlHostMacvlanShim    = "VLAN-04/host-address-on-macvlan-sibling"
-	CtlServiceOnShim      = "VLAN-04/service-on-macvlan-sibling"
-	CtlAddrOnSubinterface = "VLAN-05/address-on-uplink.100"
-	CtlServiceOnSub       = "VLAN-05/service-on-uplink.100"
-	CtlHostLocalIPAM      = "VLAN-06/host-local-ipam"
-	CtlDefaultRouteOnVLAN = "VLAN-07/default-route-on-vlan-nic"
-	CtlBothVLANsOneBridge = "VLAN-08/both-vlans-one-bridge"
-	CtlProbeCannotLeave   = "VLAN-08/probe-cannot-leave"
-	CtlNodeHasBridge      = "VLAN-09/node-has-bridge"
-	CtlJumboPath          = "VLAN-10/jumbo-physical-path"
-	CtlSpoofchkDropped    = "VLAN-12/macspoofchk-dropped"
-	CtlConsumerOnTrunk    = "VLAN-13/consumer-on-trunk-uplink"
-	CtlNADBridgeCorrected = "VLAN-14/nad-bridge-corrected"
-
-	// The lab's gateway, guests and MAC allocator (ARP-).
-	CtlARPNameDerivedMAC = "ARP-01/mac-derived-from-vm-name"
-	CtlARPAnnounceAtBoot = "ARP-02/guest-announces-at-boot"
-	CtlARPLongTimers     = "ARP-03/gateway-runs-longer-timers"
-	CtlARPGatewayProbes  = "ARP-03/gateway-probes-during-boot"
-	CtlARPSilentGuest    = "ARP-04/guest-never-announces"
-	CtlARPPinIgnored     = "ARP-05/pinned-mac-ignored"
-	CtlARPUniqueMACs     = "ARP-06/pinned-macs-made-unique"
-
-	// A kind cluster the suite makes (`make selftest-cluster OFFLINE=1`).
-	CtlNADInVMNamespace = "VLAN-11/nad-copied-into-vm-namespace"
-	CtlStagingKeptOn    = "STG-09/staging-kept-on"
-	CtlStagerFailsPod   = "STG-11/stager-fails-its-container"
-	CtlMultusRollsAll   = "STG-12/multus-rolls-every-node-at-once"
-	CtlARPMACPerVM      = "ARP-07/mac-kept-per-vm-object" // VMs only (OnVMs)
-	CtlARPDrainEvicts   = "ARP-08/drain-evicts"           // VMs only (OnVMs)
-
-	// The release under test (--cozystack), edited in a copy the control makes.
-	CtlReleaseTypoResolvesFalse = "STG-10/helper-resolves-typo-to-false"
-)
-
 // GuestUp is what happens on the VLAN as a guest's address comes up, on
 // either platform. The guide's guest is quiet, and the gateway resolves it
 // only when it has traffic for it: that is what leaves a stale entry after
@@ -217,12 +175,13 @@ const (
 )
 
 // LongBaseReachableMS is what the gateway really runs under
-// CtlARPLongTimers, whatever profile the fixture declares: REACHABLE alone
-// then lasts at least 90 s, beyond the bound of either profile (8.5 s tuned,
-// 60 s default) even after a slow re-creation.
+// ARP-03/gateway-runs-longer-timers, whatever profile the fixture
+// declares: REACHABLE alone then lasts at least 90 s, beyond the bound of
+// either profile (8.5 s tuned, 60 s default) even after a slow
+// re-creation.
 const LongBaseReachableMS = 180000
 
-// longTimers is CtlARPLongTimers' gateway.
+// longTimers is the gateway of ARP-03/gateway-runs-longer-timers.
 func longTimers(declared map[string]string) map[string]string {
 	out := maps.Clone(declared)
 	out["base_reachable_time_ms"] = strconv.Itoa(LongBaseReachableMS)
@@ -235,15 +194,15 @@ func longTimers(declared map[string]string) map[string]string {
 var controls = []Control{
 	// ARP and MAC (CLAIMS.md ARP-): a gateway, a guest or a MAC allocator
 	// that behaves otherwise than the claim says.
-	{ID: CtlARPNameDerivedMAC, Claim: "ARP-01", Description: "an unpinned VM's MAC is derived from its name, so re-creation keeps it", UnpinnedMAC: nameMAC, Expect: failures.FreshMAC},
-	{ID: CtlARPAnnounceAtBoot, Claim: "ARP-02", Description: "the guest sends a gratuitous ARP as its address comes up, so the gateway learns the new MAC at once", OnVMs: true, GuestUp: GuestAnnounces, Expect: failures.GatewayHoldsOldMAC},
-	{ID: CtlARPGatewayProbes, Claim: "ARP-03", Description: "the gateway resolves the guest's address while the re-created VM boots, so it holds the new MAC before any recovery can be timed", OnVMs: true, GuestUp: GatewayResolves, Expect: failures.RecoveryMeasuresNothing},
-	{ID: CtlARPLongTimers, Claim: "ARP-03", Description: "the gateway runs base_reachable_time_ms=180000, far longer than the declared profile", OnVMs: true, GatewayTimers: longTimers, Expect: failures.RecoversWithin},
-	{ID: CtlARPSilentGuest, Claim: "ARP-04", Description: "the guest's gratuitous ARP never leaves it", SilentGuest: true, Expect: failures.EntryFlipsToNewMAC},
-	{ID: CtlARPPinIgnored, Claim: "ARP-05", Description: "the pinned MAC (VMSpec.MAC) is not passed to the attachment: a fresh one every time", PinnedMAC: PinIgnored, Expect: failures.PinnedMACSurvives},
-	{ID: CtlARPUniqueMACs, Claim: "ARP-06", Description: "a pinned MAC already held by a running VM is replaced by a fresh one, as KubeMacPool would", PinnedMAC: PinMadeUnique, Expect: failures.CollisionFlaps},
-	{ID: CtlARPMACPerVM, Claim: "ARP-07", Tier: "cluster", OnVMs: true, Description: "every unpinned VM gets a MAC derived from its namespace and name, as a MAC pool keeping one per VirtualMachine would: restarts keep it", UnpinnedMAC: nameMAC, Expect: failures.RestartFreshMAC},
-	{ID: CtlARPDrainEvicts, Claim: "ARP-08", Tier: "cluster", OnVMs: true, Description: "KubeVirt runs evictionStrategy: None, as a release whose KubeVirt CR drops LiveMigrate would: a drain evicts the launcher pod and the VM with it", EvictionStrategy: "None", Expect: failures.DrainMigrates},
+	{ID: "ARP-01/mac-derived-from-vm-name", Claim: "ARP-01", Description: "an unpinned VM's MAC is derived from its name, so re-creation keeps it", UnpinnedMAC: nameMAC, Expect: failures.FreshMAC},
+	{ID: "ARP-02/guest-announces-at-boot", Claim: "ARP-02", Description: "the guest sends a gratuitous ARP as its address comes up, so the gateway learns the new MAC at once", OnVMs: true, GuestUp: GuestAnnounces, Expect: failures.GatewayHoldsOldMAC},
+	{ID: "ARP-03/gateway-probes-during-boot", Claim: "ARP-03", Description: "the gateway resolves the guest's address while the re-created VM boots, so it holds the new MAC before any recovery can be timed", OnVMs: true, GuestUp: GatewayResolves, Expect: failures.RecoveryMeasuresNothing},
+	{ID: "ARP-03/gateway-runs-longer-timers", Claim: "ARP-03", Description: "the gateway runs base_reachable_time_ms=180000, far longer than the declared profile", OnVMs: true, GatewayTimers: longTimers, Expect: failures.RecoversWithin},
+	{ID: "ARP-04/guest-never-announces", Claim: "ARP-04", Description: "the guest's gratuitous ARP never leaves it", SilentGuest: true, Expect: failures.EntryFlipsToNewMAC},
+	{ID: "ARP-05/pinned-mac-ignored", Claim: "ARP-05", Description: "the pinned MAC (VMSpec.MAC) is not passed to the attachment: a fresh one every time", PinnedMAC: PinIgnored, Expect: failures.PinnedMACSurvives},
+	{ID: "ARP-06/pinned-macs-made-unique", Claim: "ARP-06", Description: "a pinned MAC already held by a running VM is replaced by a fresh one, as KubeMacPool would", PinnedMAC: PinMadeUnique, Expect: failures.CollisionFlaps},
+	{ID: "ARP-07/mac-kept-per-vm-object", Claim: "ARP-07", Tier: "cluster", OnVMs: true, Description: "every unpinned VM gets a MAC derived from its namespace and name, as a MAC pool keeping one per VirtualMachine would: restarts keep it", UnpinnedMAC: nameMAC, Expect: failures.RestartFreshMAC},
+	{ID: "ARP-08/drain-evicts", Claim: "ARP-08", Tier: "cluster", OnVMs: true, Description: "KubeVirt runs evictionStrategy: None, as a release whose KubeVirt CR drops LiveMigrate would: a drain evicts the launcher pod and the VM with it", EvictionStrategy: "None", Expect: failures.DrainMigrates},
 
 	// Staging (CLAIMS.md STG-): mutants of the reference subject in
 	// fixtures/stager/mutants, each breaking one promise of the guide's
@@ -268,32 +227,32 @@ var controls = []Control{
 	{ID: "STG-07/mutant-no-payload-guard", Claim: "STG-07", Description: "install-cni-plugins does not check for /cni-plugins before staging", ExtraArgs: stagerMutant("no-payload-guard.yaml"), Expect: failures.ExactSkipLine},
 	{ID: "STG-08/mutant-leaves-temp", Claim: "STG-08", Description: "install-cni-plugins leaves its temporary file behind on failure", ExtraArgs: stagerMutant("leaves-temp.yaml"), Expect: failures.NoTemporaryFile},
 	{ID: "STG-08/mutant-strands-killed-temp", Claim: "STG-08", Description: "install-cni-plugins uses a fresh temporary name each run and never clears what a killed run left", ExtraArgs: stagerMutant("strands-killed-temp.yaml"), Expect: failures.KilledRunLeftover},
-	{ID: CtlStagingKeptOn, Claim: "STG-09", Tier: "cluster", Description: "the Multus chart keeps the stager's init container with stageCniPlugins: false", StagerKeptWhenOff: true, Expect: failures.NoStagerInitContainer},
-	{ID: CtlReleaseTypoResolvesFalse, Claim: "STG-10", NeedsRelease: true, Description: "the platform chart's cozystack.platform.stageCniPlugins helper resolves a typo to false instead of failing", BreakRelease: (*cozystack.Release).BreakTypoToFalse, Expect: failures.RenderStops},
+	{ID: "STG-09/staging-kept-on", Claim: "STG-09", Tier: "cluster", Description: "the Multus chart keeps the stager's init container with stageCniPlugins: false", StagerKeptWhenOff: true, Expect: failures.NoStagerInitContainer},
+	{ID: "STG-10/helper-resolves-typo-to-false", Claim: "STG-10", NeedsRelease: true, Description: "the platform chart's cozystack.platform.stageCniPlugins helper resolves a typo to false instead of failing", BreakRelease: (*cozystack.Release).BreakTypoToFalse, Expect: failures.RenderStops},
 	// The assertion's message carries the platform's error: "init container install-cni-plugins exited 1".
-	{ID: CtlStagerFailsPod, Claim: "STG-11", Tier: "cluster", Description: "the stager's init container exits 1 whenever its script wrote a termination message: a plugin it cannot write keeps the Multus pod from Ready", StagerFailsContainer: true, Expect: failures.MultusPodReady},
-	{ID: CtlMultusRollsAll, Claim: "STG-12", Tier: "cluster", Description: "the Multus DaemonSet rolls with maxUnavailable 100%, as a chart that sets it would render it: every node's daemon may be down at once", MultusMaxUnavailable: "100%", Expect: failures.OneNodeAtATime},
+	{ID: "STG-11/stager-fails-its-container", Claim: "STG-11", Tier: "cluster", Description: "the stager's init container exits 1 whenever its script wrote a termination message: a plugin it cannot write keeps the Multus pod from Ready", StagerFailsContainer: true, Expect: failures.MultusPodReady},
+	{ID: "STG-12/multus-rolls-every-node-at-once", Claim: "STG-12", Tier: "cluster", Description: "the Multus DaemonSet rolls with maxUnavailable 100%, as a chart that sets it would render it: every node's daemon may be down at once", MultusMaxUnavailable: "100%", Expect: failures.OneNodeAtATime},
 
 	// The datapath (CLAIMS.md VLAN-): the broken subject the platform
 	// builds instead of the guide's.
-	{ID: CtlNoSubinterface, Claim: "VLAN-01", Description: "br100 enslaves no VLAN sub-interface (uplink.100 absent)", BridgeWiring: fabric.NoSubinterface, Expect: failures.ReachesGateway},
-	{ID: CtlWrongVLAN, Claim: "VLAN-01", Description: "the node's sub-interface carries VLAN 101, the gateway VLAN 100", BridgeWiring: fabric.WrongVLAN, Expect: failures.ReachesGateway},
-	{ID: CtlUntagged, Claim: "VLAN-02", Description: "br100 enslaves the untagged uplink itself", BridgeWiring: fabric.UntaggedUplink, Expect: failures.CrossesUntagged},
-	{ID: CtlMacvlanPassthru, Claim: "VLAN-03", Description: "macvlan in passthru mode: the child receives every frame, so replies to the guest MAC arrive", OnVMs: true, NAD: SetNADKey("macvlan", "mode", "passthru"), Expect: failures.NoReplyReachesGuest},
-	{ID: CtlHostMacvlanShim, Claim: "VLAN-04", Description: "the node's address sits on a macvlan sibling (mode bridge) of the pod's child instead of the parent: the host does reach the child", MacvlanWiring: fabric.MacvlanShim, Expect: failures.NoHostARPAtChild},
-	{ID: CtlServiceOnShim, Claim: "VLAN-04", Description: "the node's address, and its TCP service, sit on a macvlan sibling (mode bridge) of the pod's child: the child connects", MacvlanWiring: fabric.MacvlanShim, Expect: failures.NoConnectionToParent},
-	{ID: CtlAddrOnSubinterface, Claim: "VLAN-05", Description: "the node's address sits on the enslaved uplink.100 instead of br100", BridgeWiring: fabric.AddrOnSubinterface, Expect: failures.ReachesGuest},
-	{ID: CtlServiceOnSub, Claim: "VLAN-05", Description: "the node's address, and its TCP service, sit on the enslaved uplink.100 instead of br100", BridgeWiring: fabric.AddrOnSubinterface, Expect: failures.ConnectsToService},
-	{ID: CtlHostLocalIPAM, Claim: "VLAN-06", Description: "the NAD carries host-local IPAM instead of ipam: {}", OnVMs: true, HostLocalIPAM: true, Expect: failures.CarriesNoIP},
-	{ID: CtlDefaultRouteOnVLAN, Claim: "VLAN-07", Description: "cloud-init also puts a default route on the VLAN NIC", OnVMs: true, UserData: cloudinit.AddDefaultRoute, Expect: failures.DefaultRouteOnPodNIC},
-	{ID: CtlBothVLANsOneBridge, Claim: "VLAN-08", Description: "br100 enslaves both uplink.100 and uplink.200", BridgeWiring: fabric.BothVLANs, Expect: failures.GoesUnanswered},
-	{ID: CtlProbeCannotLeave, Claim: "VLAN-08", Description: "the guest's ARP probe never leaves it (its VLAN NIC is down while it runs): silence proves nothing", ProbeCannotLeave: true, Expect: failures.SeenLeaving},
-	{ID: CtlNodeHasBridge, Claim: "VLAN-09", Description: "the node lacking bridge has it after all", KeepPlugins: true, Expect: failures.NamesMissingPlugin},
-	{ID: CtlJumboPath, Claim: "VLAN-10", Description: "the physical VLAN carries 9000-byte frames, so the path is not smaller", MTU: 9000, Expect: failures.DroppedOnSmallerPath},
-	{ID: CtlNADInVMNamespace, Claim: "VLAN-11", Tier: "cluster", Description: "every NAD the run applies is also copied into the VM's own namespace, as a NAD replicator would: the VM there gets its VLAN NIC", NADCopiedIntoVMNamespace: true, Expect: failures.ReportsNADMissing},
-	{ID: CtlSpoofchkDropped, Claim: "VLAN-12", Description: "the NAD reaches the bridge plugin without macspoofchk (a renderer that drops the key): a frame from another MAC crosses the node", OnVMs: true, NAD: dropKey("bridge", "macspoofchk"), Expect: failures.SpoofchkDrops},
-	{ID: CtlConsumerOnTrunk, Claim: "VLAN-13", Description: "the consumer's macvlan child hangs off the trunk uplink, not uplink.100: nothing holds the sub-interface step 1 enslaves", NAD: SetNADKey("macvlan", "master", fabric.UplinkName), Expect: failures.RefusesToEnslave},
-	{ID: CtlNADBridgeCorrected, Claim: "VLAN-14", Description: "the subject puts every bridge-type attachment on step 1's br100, whatever bridge its NAD names", OnVMs: true, NAD: SetNADKey("bridge", "bridge", fabric.BridgeName), Expect: failures.NewBridgeMade},
+	{ID: "VLAN-01/no-vlan-subinterface", Claim: "VLAN-01", Description: "br100 enslaves no VLAN sub-interface (uplink.100 absent)", BridgeWiring: fabric.NoSubinterface, Expect: failures.ReachesGateway},
+	{ID: "VLAN-01/wrong-vlan-id", Claim: "VLAN-01", Description: "the node's sub-interface carries VLAN 101, the gateway VLAN 100", BridgeWiring: fabric.WrongVLAN, Expect: failures.ReachesGateway},
+	{ID: "VLAN-02/untagged-wiring", Claim: "VLAN-02", Description: "br100 enslaves the untagged uplink itself", BridgeWiring: fabric.UntaggedUplink, Expect: failures.CrossesUntagged},
+	{ID: "VLAN-03/macvlan-passthru", Claim: "VLAN-03", Description: "macvlan in passthru mode: the child receives every frame, so replies to the guest MAC arrive", OnVMs: true, NAD: SetNADKey("macvlan", "mode", "passthru"), Expect: failures.NoReplyReachesGuest},
+	{ID: "VLAN-04/host-address-on-macvlan-sibling", Claim: "VLAN-04", Description: "the node's address sits on a macvlan sibling (mode bridge) of the pod's child instead of the parent: the host does reach the child", MacvlanWiring: fabric.MacvlanShim, Expect: failures.NoHostARPAtChild},
+	{ID: "VLAN-04/service-on-macvlan-sibling", Claim: "VLAN-04", Description: "the node's address, and its TCP service, sit on a macvlan sibling (mode bridge) of the pod's child: the child connects", MacvlanWiring: fabric.MacvlanShim, Expect: failures.NoConnectionToParent},
+	{ID: "VLAN-05/address-on-uplink.100", Claim: "VLAN-05", Description: "the node's address sits on the enslaved uplink.100 instead of br100", BridgeWiring: fabric.AddrOnSubinterface, Expect: failures.ReachesGuest},
+	{ID: "VLAN-05/service-on-uplink.100", Claim: "VLAN-05", Description: "the node's address, and its TCP service, sit on the enslaved uplink.100 instead of br100", BridgeWiring: fabric.AddrOnSubinterface, Expect: failures.ConnectsToService},
+	{ID: "VLAN-06/host-local-ipam", Claim: "VLAN-06", Description: "the NAD carries host-local IPAM instead of ipam: {}", OnVMs: true, HostLocalIPAM: true, Expect: failures.CarriesNoIP},
+	{ID: "VLAN-07/default-route-on-vlan-nic", Claim: "VLAN-07", Description: "cloud-init also puts a default route on the VLAN NIC", OnVMs: true, UserData: cloudinit.AddDefaultRoute, Expect: failures.DefaultRouteOnPodNIC},
+	{ID: "VLAN-08/both-vlans-one-bridge", Claim: "VLAN-08", Description: "br100 enslaves both uplink.100 and uplink.200", BridgeWiring: fabric.BothVLANs, Expect: failures.GoesUnanswered},
+	{ID: "VLAN-08/probe-cannot-leave", Claim: "VLAN-08", Description: "the guest's ARP probe never leaves it (its VLAN NIC is down while it runs): silence proves nothing", ProbeCannotLeave: true, Expect: failures.SeenLeaving},
+	{ID: "VLAN-09/node-has-bridge", Claim: "VLAN-09", Description: "the node lacking bridge has it after all", KeepPlugins: true, Expect: failures.NamesMissingPlugin},
+	{ID: "VLAN-10/jumbo-physical-path", Claim: "VLAN-10", Description: "the physical VLAN carries 9000-byte frames, so the path is not smaller", MTU: 9000, Expect: failures.DroppedOnSmallerPath},
+	{ID: "VLAN-11/nad-copied-into-vm-namespace", Claim: "VLAN-11", Tier: "cluster", Description: "every NAD the run applies is also copied into the VM's own namespace, as a NAD replicator would: the VM there gets its VLAN NIC", NADCopiedIntoVMNamespace: true, Expect: failures.ReportsNADMissing},
+	{ID: "VLAN-12/macspoofchk-dropped", Claim: "VLAN-12", Description: "the NAD reaches the bridge plugin without macspoofchk (a renderer that drops the key): a frame from another MAC crosses the node", OnVMs: true, NAD: dropKey("bridge", "macspoofchk"), Expect: failures.SpoofchkDrops},
+	{ID: "VLAN-13/consumer-on-trunk-uplink", Claim: "VLAN-13", Description: "the consumer's macvlan child hangs off the trunk uplink, not uplink.100: nothing holds the sub-interface step 1 enslaves", NAD: SetNADKey("macvlan", "master", fabric.UplinkName), Expect: failures.RefusesToEnslave},
+	{ID: "VLAN-14/nad-bridge-corrected", Claim: "VLAN-14", Description: "the subject puts every bridge-type attachment on step 1's br100, whatever bridge its NAD names", OnVMs: true, NAD: SetNADKey("bridge", "bridge", fabric.BridgeName), Expect: failures.NewBridgeMade},
 	// VLAN-15 is proven on a staged directory.
 	{ID: "VLAN-15/image-without-macvlan", Claim: "VLAN-15", Native: true, Description: "the image's /cni-plugins lacks macvlan (a Dockerfile that extracts the other 13): staging cannot mend the NAD", ImagePlugins: imageWithout("macvlan"), Expect: failures.AttachesAfterStaging},
 }

@@ -287,7 +287,7 @@ func TestControlImagePlugins(t *testing.T) {
 		carried, want []string
 	}{
 		{"", nil, nil},
-		{CtlNoSubinterface, release, release},
+		{"VLAN-01/no-vlan-subinterface", release, release},
 		{"VLAN-15/image-without-macvlan", nil, slices.DeleteFunc(slices.Clone(fourteen), func(p string) bool { return p == "macvlan" })},
 		{"VLAN-15/image-without-macvlan", release, slices.DeleteFunc(slices.Clone(release), func(p string) bool { return p == "macvlan" })},
 		{"STG-02/copy-all-image-with-loopback", nil, append(slices.Clone(fourteen), "loopback")},
@@ -320,15 +320,15 @@ func TestControlNAD(t *testing.T) {
 		gone          string         // a key the result must not have
 	}{
 		{"", bridge, nil, ""},
-		{CtlSpoofchkDropped, bridge, map[string]any{"bridge": "br101"}, "macspoofchk"},
-		{CtlSpoofchkDropped, macvlan, nil, ""},
-		{CtlNADBridgeCorrected, bridge, map[string]any{"bridge": "br100", "macspoofchk": true}, ""},
-		{CtlMacvlanPassthru, macvlan, map[string]any{"mode": "passthru", "master": "uplink.100"}, ""},
-		{CtlMacvlanPassthru, bridge, nil, ""},
-		{CtlConsumerOnTrunk, macvlan, map[string]any{"master": "uplink"}, ""},
-		{CtlNoSubinterface, bridge, nil, ""},
+		{"VLAN-12/macspoofchk-dropped", bridge, map[string]any{"bridge": "br101"}, "macspoofchk"},
+		{"VLAN-12/macspoofchk-dropped", macvlan, nil, ""},
+		{"VLAN-14/nad-bridge-corrected", bridge, map[string]any{"bridge": "br100", "macspoofchk": true}, ""},
+		{"VLAN-03/macvlan-passthru", macvlan, map[string]any{"mode": "passthru", "master": "uplink.100"}, ""},
+		{"VLAN-03/macvlan-passthru", bridge, nil, ""},
+		{"VLAN-13/consumer-on-trunk-uplink", macvlan, map[string]any{"master": "uplink"}, ""},
+		{"VLAN-01/no-vlan-subinterface", bridge, nil, ""},
 	} {
-		got := selected(tc.control).BrokenNAD(tc.conf)
+		got := selected(t, tc.control).BrokenNAD(tc.conf)
 		if tc.want == nil {
 			if got != tc.conf {
 				t.Errorf("--control=%q: %s became %s, want it unchanged", tc.control, tc.conf, got)
@@ -355,12 +355,12 @@ func TestControlNAD(t *testing.T) {
 // control the guide's userData is what the guest gets.
 func TestControlUserData(t *testing.T) {
 	guide := fixtures.CloudInit("203.0.113.10/24")
-	for _, control := range []string{"", CtlSpoofchkDropped} {
-		if got, err := selected(control).BrokenUserData(guide, "203.0.113.1"); err != nil || got != guide {
+	for _, control := range []string{"", "VLAN-12/macspoofchk-dropped"} {
+		if got, err := selected(t, control).BrokenUserData(guide, "203.0.113.1"); err != nil || got != guide {
 			t.Errorf("--control=%q: the userData became %q (%v), want the guide's", control, got, err)
 		}
 	}
-	got, err := selected(CtlDefaultRouteOnVLAN).BrokenUserData(guide, "203.0.113.1")
+	got, err := selected(t, "VLAN-07/default-route-on-vlan-nic").BrokenUserData(guide, "203.0.113.1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +377,7 @@ func TestControlUserData(t *testing.T) {
 		routes = append(routes, e.Routes...)
 	}
 	if len(routes) != 1 || routes[0].To != "default" || routes[0].Via != "203.0.113.1" {
-		t.Errorf("--control=%s: routes %+v, want one default via the gateway 203.0.113.1", CtlDefaultRouteOnVLAN, routes)
+		t.Errorf("--control=VLAN-07/default-route-on-vlan-nic: routes %+v, want one default via the gateway 203.0.113.1", routes)
 	}
 }
 
@@ -390,12 +390,12 @@ func TestControlGuestUp(t *testing.T) {
 		want    GuestUp
 	}{
 		{"", Quiet},
-		{CtlARPAnnounceAtBoot, GuestAnnounces},
-		{CtlARPGatewayProbes, GatewayResolves},
-		{CtlARPLongTimers, Quiet},
-		{CtlARPSilentGuest, Quiet},
+		{"ARP-02/guest-announces-at-boot", GuestAnnounces},
+		{"ARP-03/gateway-probes-during-boot", GatewayResolves},
+		{"ARP-03/gateway-runs-longer-timers", Quiet},
+		{"ARP-04/guest-never-announces", Quiet},
 	} {
-		if got := selected(tc.control).GuestUp; got != tc.want {
+		if got := selected(t, tc.control).GuestUp; got != tc.want {
 			t.Errorf("--control=%q: GuestUp %d, want %d", tc.control, got, tc.want)
 		}
 	}
@@ -413,14 +413,14 @@ func TestControlGuestUp(t *testing.T) {
 // Only ARP-08's control changes what a drain does, and only on a cluster
 // of VMs: the strategy is KubeVirt's.
 func TestControlEvictionStrategy(t *testing.T) {
-	for control, want := range map[string]string{"": "", CtlARPDrainEvicts: "None", CtlARPMACPerVM: ""} {
-		if got := selected(control).EvictionStrategy; got != want {
+	for control, want := range map[string]string{"": "", "ARP-08/drain-evicts": "None", "ARP-07/mac-kept-per-vm-object": ""} {
+		if got := selected(t, control).EvictionStrategy; got != want {
 			t.Errorf("--control=%q: evictionStrategy %q, want %q", control, got, want)
 		}
 	}
 	for _, c := range controls {
-		if c.EvictionStrategy != "" && (c.ID != CtlARPDrainEvicts || !c.OnVMs || c.TierName() != "cluster") {
-			t.Errorf("%s changes the eviction strategy: only %s may, on a cluster of VMs", c.ID, CtlARPDrainEvicts)
+		if c.EvictionStrategy != "" && (c.ID != "ARP-08/drain-evicts" || !c.OnVMs || c.TierName() != "cluster") {
+			t.Errorf("%s changes the eviction strategy: only ARP-08/drain-evicts may, on a cluster of VMs", c.ID)
 		}
 	}
 }
@@ -431,17 +431,17 @@ func TestControlEvictionStrategy(t *testing.T) {
 func TestControlMultusMaxUnavailable(t *testing.T) {
 	for _, tc := range []struct{ control, want string }{
 		{"", ""},
-		{CtlStagingKeptOn, ""},
-		{CtlStagerFailsPod, ""},
-		{CtlMultusRollsAll, "100%"},
+		{"STG-09/staging-kept-on", ""},
+		{"STG-11/stager-fails-its-container", ""},
+		{"STG-12/multus-rolls-every-node-at-once", "100%"},
 	} {
-		if got := selected(tc.control).MultusMaxUnavailable; got != tc.want {
+		if got := selected(t, tc.control).MultusMaxUnavailable; got != tc.want {
 			t.Errorf("--control=%q: maxUnavailable %q, want %q", tc.control, got, tc.want)
 		}
 	}
 	for _, c := range controls {
-		if c.MultusMaxUnavailable != "" && (c.ID != CtlMultusRollsAll || c.TierName() != "cluster") {
-			t.Errorf("%s changes how Multus rolls: only %s, a cluster control, does", c.ID, CtlMultusRollsAll)
+		if c.MultusMaxUnavailable != "" && (c.ID != "STG-12/multus-rolls-every-node-at-once" || c.TierName() != "cluster") {
+			t.Errorf("%s changes how Multus rolls: only STG-12/multus-rolls-every-node-at-once, a cluster control, does", c.ID)
 		}
 	}
 }
@@ -452,8 +452,8 @@ func TestControlMultusMaxUnavailable(t *testing.T) {
 // control an unpinned VM is left to the platform's fresh one.
 func TestControlMAC(t *testing.T) {
 	const pinned = "02:00:00:00:05:01"
-	for _, control := range []string{"", CtlSpoofchkDropped} {
-		c := selected(control)
+	for _, control := range []string{"", "VLAN-12/macspoofchk-dropped"} {
+		c := selected(t, control)
 		if got := c.VMMAC("tenant-arp", "vm-arp07", "", nil); got != "" {
 			t.Errorf("--control=%q: an unpinned VM gets %q, want a fresh one (\"\")", control, got)
 		}
@@ -461,8 +461,8 @@ func TestControlMAC(t *testing.T) {
 			t.Errorf("--control=%q: a pinned VM gets %q, want %s", control, got, pinned)
 		}
 	}
-	for _, control := range []string{CtlARPNameDerivedMAC, CtlARPMACPerVM} {
-		c := selected(control)
+	for _, control := range []string{"ARP-01/mac-derived-from-vm-name", "ARP-07/mac-kept-per-vm-object"} {
+		c := selected(t, control)
 		mac := c.VMMAC("tenant-arp", "vm-arp07", "", nil)
 		hw, err := net.ParseMAC(mac)
 		if err != nil || len(hw) != 6 || hw[0]&0x01 != 0 || hw[0]&0x02 == 0 {
@@ -496,19 +496,25 @@ func TestControlPinnedMAC(t *testing.T) {
 		want    string
 	}{
 		{"", held, pinned},
-		{CtlARPPinIgnored, free, ""},
-		{CtlARPPinIgnored, held, ""},
-		{CtlARPUniqueMACs, free, pinned},
-		{CtlARPUniqueMACs, held, ""},
+		{"ARP-05/pinned-mac-ignored", free, ""},
+		{"ARP-05/pinned-mac-ignored", held, ""},
+		{"ARP-06/pinned-macs-made-unique", free, pinned},
+		{"ARP-06/pinned-macs-made-unique", held, ""},
 	} {
-		if got := selected(tc.control).VMMAC("tenant-arp", "vm-arp05", pinned, tc.inUse); got != tc.want {
+		if got := selected(t, tc.control).VMMAC("tenant-arp", "vm-arp05", pinned, tc.inUse); got != tc.want {
 			t.Errorf("--control=%q, the pinned MAC held %v: %q, want %q", tc.control, tc.inUse(pinned), got, tc.want)
 		}
 	}
 }
 
 // selected is the control --control=id selects: the zero Control for "".
-func selected(id string) Control { return (&Config{Control: id}).SelectedControl() }
+func selected(t *testing.T, id string) Control {
+	t.Helper()
+	if _, ok := controlByID(id); id != "" && !ok {
+		t.Fatalf("no control %s", id)
+	}
+	return (&Config{Control: id}).SelectedControl()
+}
 
 // A control that breaks VMs on a cluster cannot run where the cluster
 // runs pods, be it a lab control also applied to VMs or a cluster
@@ -519,13 +525,13 @@ func TestWantsVMs(t *testing.T) {
 		tier, workload string
 		want           bool
 	}{
-		{CtlSpoofchkDropped, "cluster", "pod", true},
-		{CtlSpoofchkDropped, "cluster", "vm", false},
-		{CtlSpoofchkDropped, "lab", "vm", false},
-		{CtlARPMACPerVM, "cluster", "pod", true},
-		{CtlARPMACPerVM, "cluster", "vm", false},
-		{CtlNADInVMNamespace, "cluster", "pod", false},
-		{CtlNoSubinterface, "lab", "vm", false},
+		{"VLAN-12/macspoofchk-dropped", "cluster", "pod", true},
+		{"VLAN-12/macspoofchk-dropped", "cluster", "vm", false},
+		{"VLAN-12/macspoofchk-dropped", "lab", "vm", false},
+		{"ARP-07/mac-kept-per-vm-object", "cluster", "pod", true},
+		{"ARP-07/mac-kept-per-vm-object", "cluster", "vm", false},
+		{"VLAN-11/nad-copied-into-vm-namespace", "cluster", "pod", false},
+		{"VLAN-01/no-vlan-subinterface", "lab", "vm", false},
 	} {
 		c, ok := controlByID(tc.control)
 		if !ok {

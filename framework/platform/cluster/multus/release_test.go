@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/config/configtest"
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/node"
@@ -89,7 +88,7 @@ func TestStagingKeptOnCopy(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		want bool
-	}{{nil, false}, {[]string{"--control=" + config.CtlStagingKeptOn}, true}} {
+	}{{nil, false}, {[]string{"--control=STG-09/staging-kept-on"}, true}} {
 		m := releaseMultus(t, tc.args...)
 		objs, err := m.releaseObjects(cozystack.StagingValue(false))
 		if err != nil {
@@ -149,7 +148,7 @@ func TestFailingStagerInRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	broken, err := releaseMultus(t, "--control="+config.CtlStagerFailsPod).releaseObjects(cozystack.Unset)
+	broken, err := releaseMultus(t, "--control=STG-11/stager-fails-its-container").releaseObjects(cozystack.Unset)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -278,7 +278,7 @@ func TestRollFollowsNodeByNode(t *testing.T) {
 // The control's DaemonSet, as the suite renders it, rolls every node at
 // once: the follower sees all three down together.
 func TestRollUnderTheControlTakesEveryNodeAtOnce(t *testing.T) {
-	m := New(&config.Config{Control: config.CtlMultusRollsAll}, nil, nil)
+	m := New(&config.Config{Control: "STG-12/multus-rolls-every-node-at-once"}, nil, nil)
 	o, err := runtime.DefaultUnstructuredConverter.ToUnstructured(daemonSet(appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType}))
 	if err != nil {
 		t.Fatal(err)
@@ -336,7 +336,7 @@ func TestRollNeedsAMultusPodOnTheProbeNode(t *testing.T) {
 func TestControlRolloutOnTheReferenceDaemonSet(t *testing.T) {
 	for _, tc := range []struct {
 		control, want string
-	}{{"", ""}, {config.CtlStagerFailsPod, ""}, {config.CtlMultusRollsAll, "100%"}} {
+	}{{"", ""}, {"STG-11/stager-fails-its-container", ""}, {"STG-12/multus-rolls-every-node-at-once", "100%"}} {
 		m := New(&config.Config{Control: tc.control}, nil, nil)
 		o, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "kube-multus-ds", Namespace: "kube-system"}})
 		u := &unstructured.Unstructured{Object: o}
@@ -367,7 +367,7 @@ func TestControlRolloutInRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := releaseMultus(t, "--control="+config.CtlMultusRollsAll)
+	m := releaseMultus(t, "--control=STG-12/multus-rolls-every-node-at-once")
 	broken, err := m.releaseObjects(cozystack.StagingValue(false))
 	if err != nil {
 		t.Fatal(err)
@@ -396,7 +396,7 @@ func TestControlRolloutInRelease(t *testing.T) {
 	}
 	found := false
 	for _, c := range m.cfg.Subject().Ledger.Changes() {
-		found = found || strings.Contains(c.Why, config.CtlMultusRollsAll+"'s maxUnavailable 100%")
+		found = found || strings.Contains(c.Why, "STG-12/multus-rolls-every-node-at-once's maxUnavailable 100%")
 	}
 	if !found {
 		t.Errorf("the ledger does not name the control:\n%s", m.cfg.Subject().Ledger.Markdown())

@@ -139,10 +139,10 @@ func TestControlMACOnBothRenderings(t *testing.T) {
 		}
 		return out
 	}
-	controlled := &config.Config{Control: config.CtlARPMACPerVM}
+	controlled := &config.Config{Control: "ARP-07/mac-kept-per-vm-object"}
 	want := controlled.SelectedControl().VMMAC(spec.Namespace, spec.Name, "", nil)
 	if want == "" {
-		t.Fatalf("%s gives no MAC", config.CtlARPMACPerVM)
+		t.Fatal("ARP-07/mac-kept-per-vm-object gives no MAC")
 	}
 	for _, tc := range []struct {
 		cfg      *config.Config
@@ -162,7 +162,7 @@ func TestControlMACOnBothRenderings(t *testing.T) {
 		}
 	}
 
-	w := releaseWorkloads(t, "--control="+config.CtlARPMACPerVM)
+	w := releaseWorkloads(t, "--control=ARP-07/mac-kept-per-vm-object")
 	objs, err := w.releaseObjects(spec, "vcf-worker2")
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +184,7 @@ func TestControlMACOnBothRenderings(t *testing.T) {
 		rows = append(rows, c.Object+": "+c.What+" ("+c.Why+")")
 	}
 	if !slices.ContainsFunc(rows, func(r string) bool {
-		return strings.Contains(r, "macAddress") && strings.Contains(r, config.CtlARPMACPerVM)
+		return strings.Contains(r, "macAddress") && strings.Contains(r, "ARP-07/mac-kept-per-vm-object")
 	}) {
 		t.Errorf("no ledger row for the control's MAC:\n%s", strings.Join(rows, "\n"))
 	}
