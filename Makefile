@@ -233,7 +233,7 @@ soak-cluster: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
 
 # The negative controls on a cluster: the cluster-only claims' (VLAN-11,
 # STG-09, STG-11, STG-12) and, with WORKLOAD=vm, ARP-07's (cluster/vm) and the lab
-# controls whose break the cluster applies too (config.Control.OnVMs:
+# controls whose break the cluster applies too (controls.Control.OnVMs:
 # `bin/conformance controls` marks them lab+vm). Each is a cluster run of its own, on the cluster make kind-up
 # keeps or a fresh one, whose claim's spec must FAIL with the declared
 # message; then one run without a control on the same cluster, where

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/controls"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/kernel"
 	"github.com/cozystack/vlan-conformance/framework/labvm"
@@ -63,7 +64,7 @@ func mainCode() int {
 	case "summary":
 		return summary(os.Stdout, os.Args[2:])
 	case "controls":
-		for _, c := range config.Controls() {
+		for _, c := range controls.All() {
 			tier := c.TierName()
 			switch {
 			case c.OnVMs && c.Tier == "":

@@ -10,6 +10,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/claims"
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/config/configtest"
+	"github.com/cozystack/vlan-conformance/framework/controls"
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
 	"github.com/cozystack/vlan-conformance/framework/image/imagetest"
 	"github.com/cozystack/vlan-conformance/framework/report"
@@ -118,7 +119,7 @@ func TestSelftestRunsNoSTGControlOfAReleaseWithoutStaging(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := &driver{cfg: cfg}
-	for _, c := range config.ControlsOn("lab") {
+	for _, c := range controls.On("lab") {
 		if why := d.notRunReason(c); claims.Staging(c.Claim) != (why != "") {
 			t.Errorf("%s: not run because %q", c.ID, why)
 		}

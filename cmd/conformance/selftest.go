@@ -12,6 +12,7 @@ import (
 
 	"github.com/cozystack/vlan-conformance/framework/claims"
 	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/controls"
 	"github.com/cozystack/vlan-conformance/framework/report"
 )
 
@@ -84,7 +85,7 @@ func (d *driver) partOutcomes(part string) string {
 }
 
 // inPart reports whether a control's claim runs in a part (see labelFilter).
-func inPart(c config.Control, part string) bool {
+func inPart(c controls.Control, part string) bool {
 	native := claims.Staging(c.Claim) || c.Native
 	return part == "all" || (part == "native") == native
 }
@@ -180,7 +181,7 @@ func (d *driver) passAgain(ctx context.Context, outcomes []report.ControlOutcome
 
 // runControl runs a control's claim specs once against its broken subject
 // and judges the outcome.
-func (d *driver) runControl(ctx context.Context, c config.Control, part, cdir string) report.ControlOutcome {
+func (d *driver) runControl(ctx context.Context, c controls.Control, part, cdir string) report.ControlOutcome {
 	junit := filepath.Join(cdir, "junit.xml")
 	args := append(append([]string{}, d.suiteArgs...),
 		"--control="+c.ID, "--report-dir="+cdir,
@@ -209,7 +210,7 @@ func describeMiss(o report.ControlOutcome, cdir string) string {
 // notRunReason is why a control cannot run against this run's subject,
 // "" when it can: its broken subject is made from a release, or its claim
 // is one the release does not make.
-func (d *driver) notRunReason(c config.Control) string {
+func (d *driver) notRunReason(c controls.Control) string {
 	switch {
 	case c.NeedsRelease && d.cfg.Cozystack == "":
 		return "no release under test (pass --cozystack=DIR)"
@@ -236,8 +237,8 @@ func (d *driver) controlsNotRun() []string {
 // selectedControls are the tier's controls selftest runs: all of them, or
 // those --only names by ID or by claim. A name that is neither, or whose
 // controls are another tier's, is bad input.
-func (d *driver) selectedControls() ([]config.Control, error) {
-	all := config.ControlsOn(d.cfg.Tier)
+func (d *driver) selectedControls() ([]controls.Control, error) {
+	all := controls.On(d.cfg.Tier)
 	if d.only == "" {
 		return all, nil
 	}
@@ -245,7 +246,7 @@ func (d *driver) selectedControls() ([]config.Control, error) {
 	for _, n := range strings.Split(d.only, ",") {
 		names[strings.TrimSpace(n)] = true
 	}
-	var out []config.Control
+	var out []controls.Control
 	used := map[string]bool{}
 	for _, c := range all {
 		if names[c.ID] || names[c.Claim] {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/controls"
 )
 
 // On a cluster that runs pods, the controls that break VMs there, the
@@ -17,7 +18,7 @@ func TestSelftestOnPodsRunsNoControlThatBreaksVMs(t *testing.T) {
 		cfg.Cluster.Workload = workload
 		d := &driver{cfg: cfg}
 		sawVMOnly := false
-		for _, c := range config.ControlsOn("cluster") {
+		for _, c := range controls.On("cluster") {
 			why := d.notRunReason(c)
 			sawVMOnly = sawVMOnly || c.ID == "ARP-07/mac-kept-per-vm-object"
 			switch wantSkip := c.OnVMs && workload == "pod"; {
@@ -37,7 +38,7 @@ func TestSelftestOnPodsRunsNoControlThatBreaksVMs(t *testing.T) {
 // order; a name that is no control of the tier is refused before anything
 // runs, and without --only every control of the tier is selected.
 func TestSelftestOnly(t *testing.T) {
-	ids := func(cs []config.Control) string {
+	ids := func(cs []controls.Control) string {
 		var out []string
 		for _, c := range cs {
 			out = append(out, c.ID)
@@ -47,7 +48,7 @@ func TestSelftestOnly(t *testing.T) {
 	for _, tc := range []struct {
 		only, want, err string
 	}{
-		{"", ids(config.ControlsOn("cluster")), ""},
+		{"", ids(controls.On("cluster")), ""},
 		{"VLAN-11/nad-copied-into-vm-namespace,ARP-07", "ARP-07/mac-kept-per-vm-object,VLAN-11/nad-copied-into-vm-namespace", ""},
 		{"ARP-03", "ARP-03/gateway-probes-during-boot,ARP-03/gateway-runs-longer-timers", ""},
 		{"ARP-03, ARP-03/gateway-runs-longer-timers", "ARP-03/gateway-probes-during-boot,ARP-03/gateway-runs-longer-timers", ""},

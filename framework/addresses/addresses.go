@@ -22,6 +22,7 @@ import (
 	"net/netip"
 
 	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/controls"
 )
 
 const (
@@ -74,7 +75,7 @@ func HostLocalIPAM(subnet netip.Prefix, leaseDir string) map[string]any {
 // WithHostLocalIPAM is a NAD's config with HostLocalIPAM as its bridge
 // plugin's ipam: what VLAN-06's control hands the plugin on either tier.
 func WithHostLocalIPAM(subnet netip.Prefix, leaseDir string) func(conf string) string {
-	return config.SetNADKey("bridge", "ipam", HostLocalIPAM(subnet, leaseDir))
+	return controls.SetNADKey("bridge", "ipam", HostLocalIPAM(subnet, leaseDir))
 }
 
 // Pool hands out guest addresses on one subnet.

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/cozystack/vlan-conformance/framework/claims"
-	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/controls"
 )
 
 var specClaimRE = regexp.MustCompile(`labels\.Claim\("([A-Z]+-\d\d)"\)`)
@@ -30,9 +30,9 @@ func TestEveryClaimHasASpecAndAControlOrAnExemption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	controls := map[string][]string{}
-	for _, c := range config.Controls() {
-		controls[c.Claim] = append(controls[c.Claim], c.ID)
+	controlled := map[string][]string{}
+	for _, c := range controls.All() {
+		controlled[c.Claim] = append(controlled[c.Claim], c.ID)
 		if c.Expect == "" {
 			t.Errorf("control %s declares no expected failure message", c.ID)
 		}
@@ -44,10 +44,10 @@ func TestEveryClaimHasASpecAndAControlOrAnExemption(t *testing.T) {
 			t.Errorf("%s: no spec carries labels.Claim(%q)", c.ID, c.ID)
 		}
 		switch {
-		case len(controls[c.ID]) == 0 && c.Exemption == "":
+		case len(controlled[c.ID]) == 0 && c.Exemption == "":
 			t.Errorf("%s: no negative control and no written exemption", c.ID)
-		case len(controls[c.ID]) > 0 && c.Exemption != "":
-			t.Errorf("%s: has controls %v and an exemption: drop the exemption", c.ID, controls[c.ID])
+		case len(controlled[c.ID]) > 0 && c.Exemption != "":
+			t.Errorf("%s: has controls %v and an exemption: drop the exemption", c.ID, controlled[c.ID])
 		}
 	}
 	for id := range specs {
@@ -55,7 +55,7 @@ func TestEveryClaimHasASpecAndAControlOrAnExemption(t *testing.T) {
 			t.Errorf("a spec names %s, which is not in the catalogue", id)
 		}
 	}
-	for id, cs := range controls {
+	for id, cs := range controlled {
 		if !known[id] {
 			t.Errorf("controls %v name %s, which is not in the catalogue", cs, id)
 		}

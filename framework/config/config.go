@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/cozystack/vlan-conformance/framework/controls"
 	"github.com/cozystack/vlan-conformance/framework/stager"
 	"github.com/cozystack/vlan-conformance/framework/subject"
 )
@@ -44,7 +45,7 @@ type Config struct {
 	Kubeconfig     string
 	ReportDir      string
 	WorkDir        string // scratch for CNI cache, node dirs; removed afterwards
-	Control        string // negative control to apply ("" = the guide's subject)
+	Control        string // negative control to apply, a framework/controls ID ("" = the guide's subject)
 	ARPProfile     string // gateway neighbour timers: "tuned" or "default"
 	DumpOnFailure  bool   // write namespace dumps next to a failed spec's evidence
 
@@ -189,21 +190,30 @@ func (c *Config) Validate() error {
 	if err := c.validateCozystack(); err != nil {
 		errs = append(errs, err)
 	}
-	if c.Control != "" && !knownControl(c.Control) {
-		add("--control %q: unknown (known: %s)", c.Control, strings.Join(ControlIDs(), ", "))
-	}
-	if ctl, ok := controlByID(c.Control); ok && ctl.NeedsRelease && c.Cozystack == "" {
-		add("--control %q: its broken subject is made from the release under test: pass --cozystack=DIR", c.Control)
-	}
-	if ctl, ok := controlByID(c.Control); ok && !ctl.OnTier(c.Tier) {
-		// Applied to the other tier, a control would change nothing: its
-		// specs would pass and the control look uncaught.
-		add("--control %q: its broken subject is built on the %s tier, not --tier=%s", c.Control, ctl.TierName(), c.Tier)
-	}
-	if ctl, ok := controlByID(c.Control); ok && ctl.WantsVMs(c.Tier, c.Cluster.Workload) {
-		add("--control %q: on a cluster it breaks VMs: pass --workload=vm, not %s", c.Control, c.Cluster.Workload)
+	if ctl, ok := controls.ByID(c.Control); c.Control != "" && !ok {
+		add("--control %q: unknown (known: %s)", c.Control, strings.Join(controls.IDs(), ", "))
+	} else if ok {
+		if ctl.NeedsRelease && c.Cozystack == "" {
+			add("--control %q: its broken subject is made from the release under test: pass --cozystack=DIR", c.Control)
+		}
+		if !ctl.OnTier(c.Tier) {
+			// Applied to the other tier, a control would change nothing:
+			// its specs would pass and the control look uncaught.
+			add("--control %q: its broken subject is built on the %s tier, not --tier=%s", c.Control, ctl.TierName(), c.Tier)
+		}
+		if ctl.WantsVMs(c.Tier, c.Cluster.Workload) {
+			add("--control %q: on a cluster it breaks VMs: pass --workload=vm, not %s", c.Control, c.Cluster.Workload)
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// SelectedControl is the negative control --control names
+// (framework/controls): the zero Control, the guide's subject with
+// nothing broken, without one.
+func (c *Config) SelectedControl() controls.Control {
+	ctl, _ := controls.ByID(c.Control)
+	return ctl
 }
 
 // Repeated is a flag given once per value (--image-archive=A

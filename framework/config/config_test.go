@@ -4,10 +4,12 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
-	"github.com/cozystack/vlan-conformance/framework/claims"
+	"github.com/cozystack/vlan-conformance/framework/cozystack"
+	"github.com/cozystack/vlan-conformance/framework/subject"
 )
 
 func parse(t *testing.T, args ...string) error {
@@ -108,32 +110,36 @@ func TestValidateListsEveryProblem(t *testing.T) {
 	}
 }
 
-func TestEveryControlNamesAClaim(t *testing.T) {
-	known := map[string]bool{}
-	for _, c := range claims.All {
-		known[c.ID] = true
+// --control selects a control of framework/controls; without one the
+// subject is the guide's, a Control that breaks nothing.
+func TestSelectedControl(t *testing.T) {
+	if got := (&Config{}).SelectedControl(); got.ID != "" || got.BridgeWiring != 0 || got.NAD != nil {
+		t.Errorf("no --control selects %+v, want the zero Control", got)
 	}
-	for _, c := range Controls() {
-		if !strings.HasPrefix(c.ID, c.Claim+"/") {
-			t.Errorf("control %s: ID must start with its claim %s", c.ID, c.Claim)
-		}
-		if !known[c.Claim] {
-			t.Errorf("control %s: claim %s is not in framework/claims", c.ID, c.Claim)
-		}
+	const id = "VLAN-10/jumbo-physical-path"
+	if got := (&Config{Control: id}).SelectedControl(); got.ID != id || got.MTU != 9000 {
+		t.Errorf("--control=%s selects %+v", id, got)
 	}
 }
 
-// A claim the lab tier proves has a control that must make its spec fail
-// (README, "Adding a claim"). Cluster-only claims have no lab subject to
-// break, and selftest runs the lab tier.
-func TestEveryLabClaimHasAControl(t *testing.T) {
-	controlled := map[string]bool{}
-	for _, c := range Controls() {
-		controlled[c.Claim] = true
-	}
-	for _, c := range claims.All {
-		if c.Tier != "cluster" && !controlled[c.ID] {
-			t.Errorf("%s: no negative control names it (add one to the list in framework/config/controls.go)", c.ID)
+// The stager image carries what the release's Dockerfile extracts (nil
+// without a release: the 14), as the selected control makes it.
+func TestStagerImagePlugins(t *testing.T) {
+	release := []string{"bridge", "macvlan", "loopback"}
+	for _, tc := range []struct {
+		control       string
+		carried, want []string
+	}{
+		{"", nil, nil},
+		{"", release, release},
+		{"VLAN-15/image-without-macvlan", release, []string{"bridge", "loopback"}},
+	} {
+		c := &Config{Control: tc.control}
+		if tc.carried != nil {
+			c.subject = &subject.Subject{Image: &cozystack.MultusImage{Plugins: slices.Clone(tc.carried)}}
+		}
+		if got := c.StagerImagePlugins(); !slices.Equal(got, tc.want) || (got == nil) != (tc.want == nil) {
+			t.Errorf("--control=%q, the release's image carrying %v: got %v, want %v", tc.control, tc.carried, got, tc.want)
 		}
 	}
 }

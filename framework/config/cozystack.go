@@ -146,6 +146,18 @@ func multusProvenance(archives string) string {
 // Subject is the release under test, rendered; nil without --cozystack.
 func (c *Config) Subject() *subject.Subject { return c.subject }
 
+// StagerImagePlugins are the plugins the image the suite builds carries:
+// with --cozystack the names the release's Dockerfile extracts, else nil
+// (the 14); what the run's control makes of them where it needs another
+// image.
+func (c *Config) StagerImagePlugins() []string {
+	var carried []string
+	if s := c.Subject(); s != nil {
+		carried = s.Image.Plugins
+	}
+	return c.SelectedControl().StagerImagePlugins(carried)
+}
+
 // Prepare makes the validated configuration ready to run: with
 // --cozystack it writes the rendered multus chart and the ledger to
 // <report-dir>/cozystack (subject.Subject.Write) and, where the release

@@ -256,7 +256,7 @@ func (m ndtmsg) Len() int          { return ndtmsgLen }
 func (m ndtmsg) Serialize() []byte { return []byte{m.family, 0, 0, 0} }
 
 // ProbeUntilLearned is the gateway of ARP-03's control whose gateway
-// resolves the booting guest (config.GatewayResolves): it probes a
+// resolves the booting guest (controls.GatewayResolves): it probes a
 // booting guest's address until an entry it holds has the guest's MAC.
 // The kernel ignores a reply that changes an entry's MAC within its
 // locktime (1 s) of the entry's last update, and the old entry turns

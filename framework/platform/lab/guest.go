@@ -14,7 +14,7 @@ import (
 
 	"github.com/cozystack/vlan-conformance/framework/cloudinit"
 	"github.com/cozystack/vlan-conformance/framework/cni"
-	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/controls"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/gateway"
 	"github.com/cozystack/vlan-conformance/framework/nsexec"
@@ -94,13 +94,13 @@ func startGuest(ctx context.Context, l *Lab, spec platform.VMSpec) (_ *guest, er
 		return nil, fmt.Errorf("cloud-init: %w", err)
 	}
 	switch l.cfg.SelectedControl().GuestUp {
-	case config.GuestAnnounces:
+	case controls.GuestAnnounces:
 		if err := g.Announce(); err != nil {
 			return nil, fmt.Errorf("announce at boot: %w", err)
 		}
 		// Let the announcement reach the gateway before the VM counts as up.
 		time.Sleep(100 * time.Millisecond)
-	case config.GatewayResolves:
+	case controls.GatewayResolves:
 		gw, ok := l.gw.(*gateway.Netns)
 		if !ok {
 			return nil, fmt.Errorf("the gateway (%T) is not one the suite runs", l.gw)

@@ -11,10 +11,11 @@ import (
 )
 
 // subject is what the lab builds for a run: the guide's setup, or the
-// deliberately broken variant a negative control names. This is the only
-// place the lab reads the control's value (config.Control): each break
-// is one of its fields, zero for the guide's; a NAD, userData or MAC
-// break is one the cluster applies too.
+// deliberately broken variant a negative control names, read from the
+// control's value (controls.Control: each break one of its fields, zero
+// for the guide's). The gateway's timers, the guests' userData and what
+// happens as a guest comes up are read where the lab starts them (lab.go,
+// guest.go); a NAD, userData or MAC break is one the cluster applies too.
 type subject struct {
 	bridgeWiring  fabric.Wiring
 	macvlanWiring fabric.Wiring

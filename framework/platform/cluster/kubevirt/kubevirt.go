@@ -85,7 +85,7 @@ func Emulation(cl *config.ClusterConfig) (bool, string) {
 // (subj) the CR is the one its kubevirt chart renders (ReleaseCR), and its
 // instancetypes and preferences are applied before any VM. evict, when
 // set, is the evictionStrategy the run's control puts in the CR
-// (config.Control.EvictionStrategy).
+// (controls.Control.EvictionStrategy).
 func Plan(p *plan.Plan, cl *config.ClusterConfig, subj *subject.Subject, k *kube.Clients, timeout time.Duration, evict string) {
 	m := Manifest(cl)
 	p.Add("apply", "KubeVirt operator "+m.Describe(cl.ManifestsDir), nil, func(ctx context.Context) error {

@@ -324,7 +324,7 @@ func strategy(s appsv1.DaemonSetUpdateStrategy) string {
 }
 
 // controlRollout gives the Multus DaemonSet in objs the maxUnavailable of
-// the run's control (config.Control.MultusMaxUnavailable), if it has one.
+// the run's control (controls.Control.MultusMaxUnavailable), if it has one.
 func (m *Multus) controlRollout(objs []*unstructured.Unstructured) error {
 	ctl := m.cfg.SelectedControl()
 	v := ctl.MultusMaxUnavailable

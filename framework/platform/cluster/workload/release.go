@@ -122,7 +122,7 @@ func (w *Workloads) releaseObjects(spec platform.VMSpec, nodeName string) ([]*un
 // patchVM makes the rendered VirtualMachine bootable here: its
 // DataVolume disks (CDI, which the lane does not run) give way to the
 // guest image, and it is placed on the spec's node. Under a control that
-// gives unpinned VMs a MAC (config.Control.UnpinnedMAC) its VLAN
+// gives unpinned VMs a MAC (controls.Control.UnpinnedMAC) its VLAN
 // interface gets it, as a MAC pool's webhook would set it. It returns the
 // patched object and the rendered one as the same typed round trip gives
 // it, so that their difference is the patch alone.

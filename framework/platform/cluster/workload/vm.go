@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/controls"
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/gateway"
 	"github.com/cozystack/vlan-conformance/framework/platform"
@@ -71,7 +71,7 @@ func (w *Workloads) create(ctx context.Context, spec platform.VMSpec) error {
 
 // renderOwn is the suite's own rendering of spec's VM (RenderVM), the MAC
 // the run's control gives an unpinned VM set where a pinned one goes
-// (config.Control.UnpinnedMAC).
+// (controls.Control.UnpinnedMAC).
 func (w *Workloads) renderOwn(spec platform.VMSpec, nodeName string) Rendered {
 	spec.MAC = w.cfg.SelectedControl().VMMAC(spec.Namespace, spec.Name, spec.MAC, nil)
 	return RenderVM(spec, w.img, nodeName)
@@ -222,13 +222,13 @@ func newVMI(k *kube.Clients, timeouts map[string]time.Duration, ns, name string,
 }
 
 // asGuestComesUp does what happens on the VLAN as the guest's address
-// comes up (config.GuestUp), as the lab's guests do
+// comes up (controls.GuestUp), as the lab's guests do
 // (framework/platform/lab/guest.go).
 func (w *Workloads) asGuestComesUp(ctx context.Context, g *vmGuest) error {
 	switch w.cfg.SelectedControl().GuestUp {
-	case config.GuestAnnounces:
+	case controls.GuestAnnounces:
 		return g.AnnounceGARP(ctx)
-	case config.GatewayResolves:
+	case controls.GatewayResolves:
 		gw, ok := (*w.gw).(*gateway.Netns)
 		if !ok {
 			return fmt.Errorf("the gateway (%T) is not one the suite runs", *w.gw)

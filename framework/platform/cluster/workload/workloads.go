@@ -39,7 +39,7 @@ type Workloads struct {
 	kube     *kube.Clients
 	nodes    *node.Set
 	trunk    platform.AccessTrunk // an untagged trunk changes the NADs' master
-	gw       *platform.Gateway    // the VLAN's gateway, once cabled (config.GatewayResolves)
+	gw       *platform.Gateway    // the VLAN's gateway, once cabled (controls.GatewayResolves)
 	owner    kube.Owner
 	timeline *timeline.Timeline // the first VMI Ready, the first login, every VM boot
 

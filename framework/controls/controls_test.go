@@ -1,4 +1,4 @@
-package config
+package controls
 
 import (
 	"encoding/json"
@@ -14,10 +14,9 @@ import (
 	"testing"
 
 	"github.com/cozystack/vlan-conformance/fixtures"
+	"github.com/cozystack/vlan-conformance/framework/claims"
 	"github.com/cozystack/vlan-conformance/framework/cloudinit"
-	"github.com/cozystack/vlan-conformance/framework/cozystack"
 	"github.com/cozystack/vlan-conformance/framework/stager"
-	"github.com/cozystack/vlan-conformance/framework/subject"
 )
 
 const (
@@ -29,9 +28,39 @@ const (
 // The registry is one list, in the order `conformance controls` prints it:
 // by ID, each ID once.
 func TestControlsAreInIDOrderEachOnce(t *testing.T) {
-	for i := 1; i < len(controls); i++ {
-		if controls[i-1].ID >= controls[i].ID {
-			t.Errorf("control %s comes after %s: the list is in ID order, each ID once", controls[i].ID, controls[i-1].ID)
+	for i := 1; i < len(registry); i++ {
+		if registry[i-1].ID >= registry[i].ID {
+			t.Errorf("control %s comes after %s: the list is in ID order, each ID once", registry[i].ID, registry[i-1].ID)
+		}
+	}
+}
+
+func TestEveryControlNamesAClaim(t *testing.T) {
+	known := map[string]bool{}
+	for _, c := range claims.All {
+		known[c.ID] = true
+	}
+	for _, c := range All() {
+		if !strings.HasPrefix(c.ID, c.Claim+"/") {
+			t.Errorf("control %s: ID must start with its claim %s", c.ID, c.Claim)
+		}
+		if !known[c.Claim] {
+			t.Errorf("control %s: claim %s is not in framework/claims", c.ID, c.Claim)
+		}
+	}
+}
+
+// A claim the lab tier proves has a control that must make its spec fail
+// (README, "Adding a claim"). Cluster-only claims have no lab subject to
+// break, and selftest runs the lab tier.
+func TestEveryLabClaimHasAControl(t *testing.T) {
+	controlled := map[string]bool{}
+	for _, c := range All() {
+		controlled[c.Claim] = true
+	}
+	for _, c := range claims.All {
+		if c.Tier != "cluster" && !controlled[c.ID] {
+			t.Errorf("%s: no negative control names it (add one to the list in framework/controls/controls.go)", c.ID)
 		}
 	}
 }
@@ -50,13 +79,13 @@ func TestEveryControlExpectsAFailureItsSpecReports(t *testing.T) {
 	}
 
 	declared := declaredControls(t)
-	if len(declared) != len(controls) {
-		t.Fatalf("controls.go declares %d controls, the registry holds %d", len(declared), len(controls))
+	if len(declared) != len(registry) {
+		t.Fatalf("controls.go declares %d controls, the registry holds %d", len(declared), len(registry))
 	}
 	specs := specPackages(t)
 	expected := map[string]bool{}
 	for i, d := range declared {
-		c := controls[i]
+		c := registry[i]
 		if d.claim != c.Claim {
 			t.Fatalf("controls.go's control %d reads as claim %s, the registry has %s: the test misreads the list", i, d.claim, c.Claim)
 		}
@@ -150,7 +179,7 @@ type declaredControl struct {
 	failures []string // the failures.X its Expect names
 }
 
-// declaredControls reads the controls list of controls.go, in order.
+// declaredControls reads the registry list of controls.go, in order.
 func declaredControls(t *testing.T) []declaredControl {
 	t.Helper()
 	f, err := parser.ParseFile(token.NewFileSet(), "controls.go", nil, 0)
@@ -159,13 +188,13 @@ func declaredControls(t *testing.T) []declaredControl {
 	}
 	var list *ast.CompositeLit
 	ast.Inspect(f, func(n ast.Node) bool {
-		if vs, ok := n.(*ast.ValueSpec); ok && len(vs.Names) == 1 && vs.Names[0].Name == "controls" && len(vs.Values) == 1 {
+		if vs, ok := n.(*ast.ValueSpec); ok && len(vs.Names) == 1 && vs.Names[0].Name == "registry" && len(vs.Values) == 1 {
 			list, _ = vs.Values[0].(*ast.CompositeLit)
 		}
 		return list == nil
 	})
 	if list == nil {
-		t.Fatal("controls.go: no `var controls = []Control{...}`")
+		t.Fatal("controls.go: no `var registry = []Control{...}`")
 	}
 	var out []declaredControl
 	for _, e := range list.Elts {
@@ -287,6 +316,7 @@ func TestControlImagePlugins(t *testing.T) {
 		carried, want []string
 	}{
 		{"", nil, nil},
+		{"", release, release},
 		{"VLAN-01/no-vlan-subinterface", release, release},
 		{"VLAN-15/image-without-macvlan", nil, slices.DeleteFunc(slices.Clone(fourteen), func(p string) bool { return p == "macvlan" })},
 		{"VLAN-15/image-without-macvlan", release, slices.DeleteFunc(slices.Clone(release), func(p string) bool { return p == "macvlan" })},
@@ -295,11 +325,8 @@ func TestControlImagePlugins(t *testing.T) {
 		{"STG-02/mutant-writes-loopback", release, append(slices.Clone(release), stager.LeftAlone...)},
 		{"STG-01/mutant-writes-loopback", nil, append(slices.Clone(fourteen), stager.LeftAlone...)},
 	} {
-		c := &Config{Control: tc.control}
-		if tc.carried != nil {
-			c.subject = &subject.Subject{Image: &cozystack.MultusImage{Plugins: slices.Clone(tc.carried)}}
-		}
-		if got := c.StagerImagePlugins(); !slices.Equal(got, tc.want) || (got == nil) != (tc.want == nil) {
+		got := selected(t, tc.control).StagerImagePlugins(slices.Clone(tc.carried))
+		if !slices.Equal(got, tc.want) || (got == nil) != (tc.want == nil) {
 			t.Errorf("--control=%q, image carrying %v: got %v, want %v", tc.control, tc.carried, got, tc.want)
 		}
 	}
@@ -400,7 +427,7 @@ func TestControlGuestUp(t *testing.T) {
 		}
 	}
 	n := 0
-	for _, c := range controls {
+	for _, c := range registry {
 		if c.GuestUp != Quiet {
 			n++
 		}
@@ -418,7 +445,7 @@ func TestControlEvictionStrategy(t *testing.T) {
 			t.Errorf("--control=%q: evictionStrategy %q, want %q", control, got, want)
 		}
 	}
-	for _, c := range controls {
+	for _, c := range registry {
 		if c.EvictionStrategy != "" && (c.ID != "ARP-08/drain-evicts" || !c.OnVMs || c.TierName() != "cluster") {
 			t.Errorf("%s changes the eviction strategy: only ARP-08/drain-evicts may, on a cluster of VMs", c.ID)
 		}
@@ -439,7 +466,7 @@ func TestControlMultusMaxUnavailable(t *testing.T) {
 			t.Errorf("--control=%q: maxUnavailable %q, want %q", tc.control, got, tc.want)
 		}
 	}
-	for _, c := range controls {
+	for _, c := range registry {
 		if c.MultusMaxUnavailable != "" && (c.ID != "STG-12/multus-rolls-every-node-at-once" || c.TierName() != "cluster") {
 			t.Errorf("%s changes how Multus rolls: only STG-12/multus-rolls-every-node-at-once, a cluster control, does", c.ID)
 		}
@@ -510,10 +537,11 @@ func TestControlPinnedMAC(t *testing.T) {
 // selected is the control --control=id selects: the zero Control for "".
 func selected(t *testing.T, id string) Control {
 	t.Helper()
-	if _, ok := controlByID(id); id != "" && !ok {
+	c, ok := ByID(id)
+	if id != "" && !ok {
 		t.Fatalf("no control %s", id)
 	}
-	return (&Config{Control: id}).SelectedControl()
+	return c
 }
 
 // A control that breaks VMs on a cluster cannot run where the cluster
@@ -533,7 +561,7 @@ func TestWantsVMs(t *testing.T) {
 		{"VLAN-11/nad-copied-into-vm-namespace", "cluster", "pod", false},
 		{"VLAN-01/no-vlan-subinterface", "lab", "vm", false},
 	} {
-		c, ok := controlByID(tc.control)
+		c, ok := ByID(tc.control)
 		if !ok {
 			t.Fatalf("no control %s", tc.control)
 		}
