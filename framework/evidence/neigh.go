@@ -19,6 +19,31 @@ type Neighbor struct {
 	Confirmed time.Time
 }
 
+// NeighTimers are the neighbour-table settings that bound how long a stale
+// entry can survive (net.ipv4.neigh.<if>.*).
+type NeighTimers struct {
+	BaseReachable   time.Duration
+	DelayFirstProbe time.Duration
+	RetransTime     time.Duration
+	UcastSolicit    int
+	GCStaleTime     time.Duration
+	McastSolicit    int // broadcast probes when resolving afresh
+	McastResolicit  int // broadcast probes after the unicast ones in PROBE (0: none)
+	// ReachableTime is the REACHABLE lifetime the kernel drew for the
+	// interface, uniformly from [BaseReachable/2, 3*BaseReachable/2); 0
+	// when unknown (it is not a sysctl: the neighbour table reports it).
+	ReachableTime time.Duration
+}
+
+// NeighProfile is a named set of neighbour timers a fixture declares for
+// a gateway; specs derive their bounds from it, never from what the
+// gateway happens to run.
+type NeighProfile struct {
+	Name   string // "tuned", "default"
+	Timers NeighTimers
+	Source string // where the values come from, for the report
+}
+
 // ReadNeighbor reads the entry for ip on iface ("" = any interface).
 func ReadNeighbor(h *netlink.Handle, iface string, ip netip.Addr) (Neighbor, error) {
 	idx := 0

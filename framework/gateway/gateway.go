@@ -24,7 +24,6 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/nsexec"
-	"github.com/cozystack/vlan-conformance/framework/observe"
 	"github.com/cozystack/vlan-conformance/framework/probe"
 )
 
@@ -57,7 +56,7 @@ func (g *Netns) OtherVLANPoint() evidence.Point {
 	return evidence.Point{Netns: g.ns.Path, Iface: g.otherIface, Label: "gateway " + g.otherIface}
 }
 
-func (g *Netns) Ping(ctx context.Context, dst netip.Addr, opts ...observe.PingOption) (observe.PingResult, error) {
+func (g *Netns) Ping(ctx context.Context, dst netip.Addr, opts ...probe.PingOption) (probe.PingResult, error) {
 	return probe.Ping(ctx, g.ns.Path, dst, opts...)
 }
 
@@ -112,17 +111,17 @@ func (g *Netns) setTimers(profile string, actual func(map[string]string) map[str
 	})
 }
 
-func (g *Netns) NeighProfile(_ context.Context) (observe.NeighProfile, error) {
+func (g *Netns) NeighProfile(_ context.Context) (evidence.NeighProfile, error) {
 	vals, ok := neighProfiles[g.profile]
 	if !ok {
-		return observe.NeighProfile{}, fmt.Errorf("no neighbour timer profile %q", g.profile)
+		return evidence.NeighProfile{}, fmt.Errorf("no neighbour timer profile %q", g.profile)
 	}
 	t, err := timersFrom(func(k string) (int, error) { return strconv.Atoi(vals[k]) })
-	return observe.NeighProfile{Name: g.profile, Timers: t, Source: neighProfileSource[g.profile]}, err
+	return evidence.NeighProfile{Name: g.profile, Timers: t, Source: neighProfileSource[g.profile]}, err
 }
 
-func (g *Netns) NeighTimers(_ context.Context) (observe.NeighTimers, error) {
-	var t observe.NeighTimers
+func (g *Netns) NeighTimers(_ context.Context) (evidence.NeighTimers, error) {
+	var t evidence.NeighTimers
 	err := nsexec.Do(g.ns.Path, func() error {
 		var err error
 		t, err = timersFrom(func(k string) (int, error) {
@@ -141,16 +140,16 @@ func (g *Netns) NeighTimers(_ context.Context) (observe.NeighTimers, error) {
 	return t, err
 }
 
-func timersFrom(read func(key string) (int, error)) (observe.NeighTimers, error) {
+func timersFrom(read func(key string) (int, error)) (evidence.NeighTimers, error) {
 	vals := map[string]int{}
 	for _, k := range []string{"base_reachable_time_ms", "delay_first_probe_time", "retrans_time_ms", "ucast_solicit", "mcast_solicit", "mcast_resolicit", "gc_stale_time"} {
 		v, err := read(k)
 		if err != nil {
-			return observe.NeighTimers{}, fmt.Errorf("neigh %s: %w", k, err)
+			return evidence.NeighTimers{}, fmt.Errorf("neigh %s: %w", k, err)
 		}
 		vals[k] = v
 	}
-	return observe.NeighTimers{
+	return evidence.NeighTimers{
 		BaseReachable:   time.Duration(vals["base_reachable_time_ms"]) * time.Millisecond,
 		DelayFirstProbe: time.Duration(vals["delay_first_probe_time"]) * time.Second,
 		RetransTime:     time.Duration(vals["retrans_time_ms"]) * time.Millisecond,
@@ -161,7 +160,7 @@ func timersFrom(read func(key string) (int, error)) (observe.NeighTimers, error)
 	}, nil
 }
 
-func (g *Netns) StartPing(_ context.Context, dst netip.Addr, interval time.Duration) (observe.PingStream, error) {
+func (g *Netns) StartPing(_ context.Context, dst netip.Addr, interval time.Duration) (probe.PingStream, error) {
 	return probe.StartStream(g.ns.Path, dst, interval, streamLinger)
 }
 
@@ -176,19 +175,19 @@ func (v Vendor) Address() netip.Addr            { return v.Addr }
 func (v Vendor) OtherVLANAddress() netip.Addr   { return netip.Addr{} }
 func (v Vendor) VLANPoint() evidence.Point      { return evidence.Point{} }
 func (v Vendor) OtherVLANPoint() evidence.Point { return evidence.Point{} }
-func (v Vendor) Ping(context.Context, netip.Addr, ...observe.PingOption) (observe.PingResult, error) {
-	return observe.PingResult{}, fmt.Errorf("ping from the vendor's gateway: %w", evidence.ErrNotObservable)
+func (v Vendor) Ping(context.Context, netip.Addr, ...probe.PingOption) (probe.PingResult, error) {
+	return probe.PingResult{}, fmt.Errorf("ping from the vendor's gateway: %w", evidence.ErrNotObservable)
 }
 func (v Vendor) Neighbor(context.Context, netip.Addr) (evidence.Neighbor, error) {
 	return evidence.Neighbor{}, fmt.Errorf("the vendor gateway's neighbour table: %w", evidence.ErrNotObservable)
 }
-func (v Vendor) NeighTimers(context.Context) (observe.NeighTimers, error) {
-	return observe.NeighTimers{}, fmt.Errorf("the vendor gateway's timers: %w", evidence.ErrNotObservable)
+func (v Vendor) NeighTimers(context.Context) (evidence.NeighTimers, error) {
+	return evidence.NeighTimers{}, fmt.Errorf("the vendor gateway's timers: %w", evidence.ErrNotObservable)
 }
-func (v Vendor) NeighProfile(context.Context) (observe.NeighProfile, error) {
-	return observe.NeighProfile{}, fmt.Errorf("the vendor gateway's timers are not the suite's to declare: %w", evidence.ErrNotObservable)
+func (v Vendor) NeighProfile(context.Context) (evidence.NeighProfile, error) {
+	return evidence.NeighProfile{}, fmt.Errorf("the vendor gateway's timers are not the suite's to declare: %w", evidence.ErrNotObservable)
 }
-func (v Vendor) StartPing(context.Context, netip.Addr, time.Duration) (observe.PingStream, error) {
+func (v Vendor) StartPing(context.Context, netip.Addr, time.Duration) (probe.PingStream, error) {
 	return nil, fmt.Errorf("ping from the vendor's gateway: %w", evidence.ErrNotObservable)
 }
 

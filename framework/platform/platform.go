@@ -13,7 +13,7 @@ import (
 
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/evidence"
-	"github.com/cozystack/vlan-conformance/framework/observe"
+	"github.com/cozystack/vlan-conformance/framework/probe"
 	"github.com/cozystack/vlan-conformance/framework/stager"
 )
 
@@ -192,26 +192,26 @@ type Route struct {
 // Neighbor is one neighbour-table entry.
 type Neighbor = evidence.Neighbor
 
-// What probes report and how they are asked (framework/observe), under
-// the names specs use.
+// What probes report and how they are asked (framework/probe, the
+// neighbour timers framework/evidence), under the names specs use.
 type (
-	NeighTimers  = observe.NeighTimers
-	NeighProfile = observe.NeighProfile
-	Probe        = observe.Probe
-	PingStream   = observe.PingStream
-	PingResult   = observe.PingResult
-	PingOptions  = observe.PingOptions
-	PingOption   = observe.PingOption
-	Dial         = observe.Dial
-	Service      = observe.Service
+	NeighTimers  = evidence.NeighTimers
+	NeighProfile = evidence.NeighProfile
+	Probe        = probe.Probe
+	PingStream   = probe.PingStream
+	PingResult   = probe.PingResult
+	PingOptions  = probe.PingOptions
+	PingOption   = probe.PingOption
+	Dial         = probe.DialResult
+	Service      = probe.Service
 )
 
-func WithCount(n int) PingOption              { return observe.WithCount(n) }
-func WithInterval(d time.Duration) PingOption { return observe.WithInterval(d) }
-func WithTimeout(d time.Duration) PingOption  { return observe.WithTimeout(d) }
-func WithPayload(n int) PingOption            { return observe.WithPayload(n) }
-func WithDontFragment() PingOption            { return observe.WithDontFragment() }
-func ViaInterface(name string) PingOption     { return observe.ViaInterface(name) }
+func WithCount(n int) PingOption              { return probe.WithCount(n) }
+func WithInterval(d time.Duration) PingOption { return probe.WithInterval(d) }
+func WithTimeout(d time.Duration) PingOption  { return probe.WithTimeout(d) }
+func WithPayload(n int) PingOption            { return probe.WithPayload(n) }
+func WithDontFragment() PingOption            { return probe.WithDontFragment() }
+func ViaInterface(name string) PingOption     { return probe.ViaInterface(name) }
 
 // FDBEntry is one entry of a bridge's forwarding database.
 type FDBEntry = evidence.FDBEntry

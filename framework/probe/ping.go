@@ -1,6 +1,9 @@
-// Package probe sends ICMP echo and ARP probes from inside a network
-// namespace, in-process: no fork per probe (each `ip netns exec ping` costs
-// 0.1-0.3 s in the TCG lab VM), millisecond timestamps.
+// Package probe is where ping lives: ICMP echo (a run of them or a
+// continuous stream), ARP and TCP sent from inside a network namespace,
+// in-process: no fork per probe (each `ip netns exec ping` costs 0.1-0.3 s
+// in the TCG lab VM), millisecond timestamps. Its results and options are
+// what every platform's nodes, guests and gateway speak, a cluster VM's
+// console ping included.
 package probe
 
 import (
@@ -17,8 +20,46 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cozystack/vlan-conformance/framework/nsexec"
-	"github.com/cozystack/vlan-conformance/framework/observe"
 )
+
+// PingResult is what one ping run observed.
+type PingResult struct {
+	Sent, Received int
+	Replies        []time.Time
+	Err            error // a local send error (e.g. EMSGSIZE), nil otherwise
+}
+
+// Succeeded reports whether at least one reply came back.
+func (r PingResult) Succeeded() bool { return r.Received > 0 }
+
+// PingOptions tune a ping.
+type PingOptions struct {
+	Count    int
+	Interval time.Duration
+	Timeout  time.Duration // per reply
+	Size     int           // ICMP payload bytes
+	DontFrag bool
+	Iface    string // bind to this interface
+}
+
+type PingOption func(*PingOptions)
+
+func WithCount(n int) PingOption              { return func(o *PingOptions) { o.Count = n } }
+func WithInterval(d time.Duration) PingOption { return func(o *PingOptions) { o.Interval = d } }
+func WithTimeout(d time.Duration) PingOption  { return func(o *PingOptions) { o.Timeout = d } }
+func WithPayload(n int) PingOption            { return func(o *PingOptions) { o.Size = n } }
+func WithDontFragment() PingOption            { return func(o *PingOptions) { o.DontFrag = true } }
+func ViaInterface(name string) PingOption     { return func(o *PingOptions) { o.Iface = name } }
+
+// NewPingOptions applies opts over the defaults (3 probes, 200 ms apart, 1 s
+// timeout, 56 bytes).
+func NewPingOptions(opts ...PingOption) PingOptions {
+	o := PingOptions{Count: 3, Interval: 200 * time.Millisecond, Timeout: time.Second, Size: 56}
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
 
 var echoID atomic.Uint32
 
@@ -27,8 +68,8 @@ func init() { echoID.Store(uint32(os.Getpid()) & 0x7fff) }
 // Ping sends o.Count echo requests to dst from the namespace at nsPath and
 // counts the replies. A local send error (e.g. EMSGSIZE for a DF packet
 // larger than the interface MTU) is reported in the result, not as err.
-func Ping(ctx context.Context, nsPath string, dst netip.Addr, opts ...observe.PingOption) (observe.PingResult, error) {
-	o := observe.NewPingOptions(opts...)
+func Ping(ctx context.Context, nsPath string, dst netip.Addr, opts ...PingOption) (PingResult, error) {
+	o := NewPingOptions(opts...)
 	var fd int
 	err := nsexec.Do(nsPath, func() error {
 		var err error
@@ -54,12 +95,12 @@ func Ping(ctx context.Context, nsPath string, dst netip.Addr, opts ...observe.Pi
 		if fd > 0 {
 			unix.Close(fd)
 		}
-		return observe.PingResult{}, err
+		return PingResult{}, err
 	}
 	defer unix.Close(fd)
 
 	id := int(echoID.Add(1) & 0xffff)
-	res := observe.PingResult{}
+	res := PingResult{}
 	to := &unix.SockaddrInet4{Addr: dst.As4()}
 	payload := make([]byte, o.Size)
 	buf := make([]byte, 65536)

@@ -12,8 +12,28 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cozystack/vlan-conformance/framework/nsexec"
-	"github.com/cozystack/vlan-conformance/framework/observe"
 )
+
+// Probe is one echo request of a PingStream.
+type Probe struct {
+	Seq   int
+	Sent  time.Time
+	Reply time.Time // zero when no reply came back
+	Err   error     // a local send error, nil otherwise
+}
+
+// Answered reports whether the probe's reply came back.
+func (p Probe) Answered() bool { return !p.Reply.IsZero() }
+
+// PingStream is a continuous ping: one echo request every interval, sent
+// whether or not the previous one was answered.
+type PingStream interface {
+	// Probes returns what has been sent so far.
+	Probes() []Probe
+	// Stop stops sending, waits briefly for outstanding replies and returns
+	// every probe. Calling it again returns the same probes.
+	Stop() []Probe
+}
 
 // maxStreamProbes bounds a stream by the 16-bit echo sequence number (at
 // 20 ms that is 21 minutes).
@@ -32,16 +52,16 @@ type Stream struct {
 	linger   time.Duration
 
 	mu     sync.Mutex
-	probes []observe.Probe
+	probes []Probe
 
 	stop     chan struct{}
 	stopOnce sync.Once
 	sent     chan struct{} // closed when the sender has finished
 	received chan struct{} // closed when the receiver has finished
-	final    []observe.Probe
+	final    []Probe
 }
 
-var _ observe.PingStream = (*Stream)(nil)
+var _ PingStream = (*Stream)(nil)
 
 // StartStream opens a raw ICMP socket in the namespace at nsPath and pings
 // dst every interval until Stop. Stop waits up to linger for the replies
@@ -87,7 +107,7 @@ func (s *Stream) send() {
 		// complete inside sendto (veth hands the frame to a softirq that
 		// runs before sendto returns), and the reply must find its probe.
 		s.mu.Lock()
-		s.probes = append(s.probes, observe.Probe{Seq: seq, Sent: time.Now()})
+		s.probes = append(s.probes, Probe{Seq: seq, Sent: time.Now()})
 		s.mu.Unlock()
 		if err == nil {
 			err = unix.Sendto(s.fd, wb, 0, to)
@@ -161,15 +181,15 @@ func (s *Stream) allAnswered() bool {
 }
 
 // Probes returns a copy of what has been sent so far.
-func (s *Stream) Probes() []observe.Probe {
+func (s *Stream) Probes() []Probe {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]observe.Probe(nil), s.probes...)
+	return append([]Probe(nil), s.probes...)
 }
 
 // Stop stops sending, lets the last replies land (up to linger) and
 // closes the socket.
-func (s *Stream) Stop() []observe.Probe {
+func (s *Stream) Stop() []Probe {
 	s.stopOnce.Do(func() {
 		close(s.stop)
 		<-s.sent

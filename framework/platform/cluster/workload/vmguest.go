@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/cozystack/vlan-conformance/framework/evidence"
-	"github.com/cozystack/vlan-conformance/framework/observe"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/console"
 	"github.com/cozystack/vlan-conformance/framework/probe"
@@ -171,7 +170,7 @@ func parseRoutes(out string) ([]platform.Route, error) {
 }
 
 func (g *vmGuest) Ping(ctx context.Context, dst netip.Addr, opts ...platform.PingOption) (platform.PingResult, error) {
-	o := observe.NewPingOptions(opts...)
+	o := probe.NewPingOptions(opts...)
 	cmd := fmt.Sprintf("ping -n -c %d -i %.3f -W %d -s %d", o.Count, o.Interval.Seconds(), max(1, int(o.Timeout.Seconds())), o.Size)
 	if o.DontFrag {
 		cmd += " -M do"
