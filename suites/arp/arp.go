@@ -38,6 +38,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/probe"
 	"github.com/cozystack/vlan-conformance/framework/run"
 	"github.com/cozystack/vlan-conformance/suites/framework"
 	"github.com/cozystack/vlan-conformance/suites/labels"
@@ -109,13 +110,13 @@ func Specs(r *run.Run) {
 			entry, err := gw.Neighbor(ctx, v.addr)
 			readAt := time.Now()
 			Expect(err).NotTo(HaveOccurred())
-			var res platform.PingResult
+			var res probe.PingResult
 			var firstSent time.Time
 			// The gateway's requests are watched where they leave it (the trunk):
 			// "no reply" proves the outage only if the requests went out.
 			onTrunk := wire.While(ctx, p.Trunk(v.Node()), f.Artifact("trunk.pcap"), func() {
 				firstSent = time.Now()
-				res, err = gw.Ping(ctx, v.addr, platform.WithCount(3), platform.WithInterval(100*time.Millisecond), platform.WithTimeout(300*time.Millisecond))
+				res, err = gw.Ping(ctx, v.addr, probe.WithCount(3), probe.WithInterval(100*time.Millisecond), probe.WithTimeout(300*time.Millisecond))
 			})
 			Expect(err).NotTo(HaveOccurred())
 			sent := onTrunk.EchoRequests(gw.Address(), v.addr)
@@ -169,7 +170,7 @@ func Specs(r *run.Run) {
 			// after the entry's last confirmation, so the stream's start
 			// still counts.
 			rc := v.takeOutage()
-			var before, atReady platform.Neighbor
+			var before, atReady evidence.Neighbor
 			if rc != nil {
 				before, atReady = rc.warmed, rc.atReady
 				f.Note("timing the recovery from the outage %q saw: its re-creation of %s, the gateway's first echo request to it %d ms after it was up", rc.by, v.Name(), rc.firstSent.Sub(rc.ready).Milliseconds())
@@ -437,21 +438,21 @@ func Specs(r *run.Run) {
 	})
 }
 
-func boundNote(bounded bool, declared platform.NeighProfile) string {
+func boundNote(bounded bool, declared evidence.NeighProfile) string {
 	if !bounded {
 		return " (no declared timers: not bounded)"
 	}
 	return fmt.Sprintf(", the bound the declared %q timers imply (%s)", declared.Name, describeTimers(declared.Timers))
 }
 
-func runningNote(t platform.NeighTimers, err error) string {
+func runningNote(t evidence.NeighTimers, err error) string {
 	if err != nil {
 		return "; the gateway's running timers are unknown: " + err.Error()
 	}
 	return "; the gateway reports running " + describeTimers(t)
 }
 
-func firstOffset(ps []platform.Probe, t time.Time) string {
+func firstOffset(ps []probe.Probe, t time.Time) string {
 	if len(ps) == 0 {
 		return "-"
 	}

@@ -20,8 +20,8 @@ type expected struct {
 	limit    time.Duration
 	bound    recoveryBound
 	bounded  bool
-	declared platform.NeighProfile
-	running  platform.NeighTimers
+	declared evidence.NeighProfile
+	running  evidence.NeighTimers
 	runErr   error // why the running timers are unknown
 }
 
@@ -93,7 +93,7 @@ type recoveryBound struct {
 	retrans                                              time.Duration
 }
 
-func boundFor(t platform.NeighTimers, interval time.Duration) recoveryBound {
+func boundFor(t evidence.NeighTimers, interval time.Duration) recoveryBound {
 	probes := t.UcastSolicit + t.McastResolicit
 	b := recoveryBound{
 		Reachable: t.BaseReachable * 3 / 2,
@@ -127,7 +127,7 @@ func (b recoveryBound) Formula() string {
 // fails, counted from ready (when the gateway starts sending to it): no earlier than early, no later than late
 // (timer-wheel rounding) plus up to two probe intervals. ok is false when
 // the tier cannot tell.
-func expectedFailover(t platform.NeighTimers, confirmed, ready time.Time) (early, late time.Duration, ok bool) {
+func expectedFailover(t evidence.NeighTimers, confirmed, ready time.Time) (early, late time.Duration, ok bool) {
 	if t.ReachableTime == 0 || confirmed.IsZero() {
 		return 0, 0, false
 	}
@@ -146,7 +146,7 @@ func expectedFailover(t platform.NeighTimers, confirmed, ready time.Time) (early
 }
 
 // describeTimers is one line per timer, for the report.
-func describeTimers(t platform.NeighTimers) string {
+func describeTimers(t evidence.NeighTimers) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "base_reachable_time_ms=%d delay_first_probe_time=%d retrans_time_ms=%d ucast_solicit=%d mcast_solicit=%d mcast_resolicit=%d gc_stale_time=%d",
 		t.BaseReachable.Milliseconds(), int(t.DelayFirstProbe.Seconds()), t.RetransTime.Milliseconds(),

@@ -4,23 +4,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/evidence"
+	"github.com/cozystack/vlan-conformance/framework/probe"
 )
 
 func TestBoundFollowsTheStateMachine(t *testing.T) {
 	ms := time.Millisecond
 	for _, tc := range []struct {
 		name   string
-		timers platform.NeighTimers
+		timers evidence.NeighTimers
 		want   time.Duration
 	}{
 		// 45 s REACHABLE at most, 5 s DELAY, 3 × 1 s PROBE, two 50 ms
 		// intervals, 0.5 s slack, and 8/63 of each timer + 10 ms for the
 		// timer wheel: 45/7.875+0.01 + 5/7.875+0.01 + 3 × (1/7.875+0.01).
-		{"default", platform.NeighTimers{BaseReachable: 30000 * ms, DelayFirstProbe: 5 * time.Second, RetransTime: time.Second, UcastSolicit: 3}, 53600*ms + wheel(45000, 5000, 1000, 1000, 1000)},
-		{"tuned", platform.NeighTimers{BaseReachable: 2000 * ms, DelayFirstProbe: time.Second, RetransTime: time.Second, UcastSolicit: 3}, 7600*ms + wheel(3000, 1000, 1000, 1000, 1000)},
+		{"default", evidence.NeighTimers{BaseReachable: 30000 * ms, DelayFirstProbe: 5 * time.Second, RetransTime: time.Second, UcastSolicit: 3}, 53600*ms + wheel(45000, 5000, 1000, 1000, 1000)},
+		{"tuned", evidence.NeighTimers{BaseReachable: 2000 * ms, DelayFirstProbe: time.Second, RetransTime: time.Second, UcastSolicit: 3}, 7600*ms + wheel(3000, 1000, 1000, 1000, 1000)},
 		// Broadcast re-probes in PROBE count as probes too.
-		{"resolicit", platform.NeighTimers{BaseReachable: 2000 * ms, DelayFirstProbe: time.Second, RetransTime: time.Second, UcastSolicit: 3, McastResolicit: 2}, 9600*ms + wheel(3000, 1000, 1000, 1000, 1000, 1000, 1000)},
+		{"resolicit", evidence.NeighTimers{BaseReachable: 2000 * ms, DelayFirstProbe: time.Second, RetransTime: time.Second, UcastSolicit: 3, McastResolicit: 2}, 9600*ms + wheel(3000, 1000, 1000, 1000, 1000, 1000, 1000)},
 	} {
 		if got := boundFor(tc.timers, 50*ms).Total(); got != tc.want {
 			t.Errorf("%s: bound %s, want %s", tc.name, got, tc.want)
@@ -38,7 +39,7 @@ func wheel(ms ...int) time.Duration {
 }
 
 func TestExpectedFailover(t *testing.T) {
-	tm := platform.NeighTimers{ReachableTime: 2500 * time.Millisecond, DelayFirstProbe: time.Second, RetransTime: time.Second, UcastSolicit: 3}
+	tm := evidence.NeighTimers{ReachableTime: 2500 * time.Millisecond, DelayFirstProbe: time.Second, RetransTime: time.Second, UcastSolicit: 3}
 	confirmed := time.Unix(1000, 0)
 	early, late, ok := expectedFailover(tm, confirmed, confirmed.Add(time.Second))
 	if !ok || early != 5500*time.Millisecond || late != 5500*time.Millisecond+wheel(2500, 1000, 1000, 1000, 1000) {
@@ -49,7 +50,7 @@ func TestExpectedFailover(t *testing.T) {
 	if early, late, _ := expectedFailover(tm, confirmed, confirmed.Add(time.Minute)); early != 4*time.Second || late != 4*time.Second+wheel(2500, 1000, 1000, 1000, 1000) {
 		t.Errorf("a STALE entry: %s..%s, want 4s (delay 1 s + 3 probes × 1 s) and later", early, late)
 	}
-	if _, _, ok := expectedFailover(platform.NeighTimers{}, confirmed, confirmed); ok {
+	if _, _, ok := expectedFailover(evidence.NeighTimers{}, confirmed, confirmed); ok {
 		t.Error("unknown reachable time must not predict")
 	}
 }
@@ -57,7 +58,7 @@ func TestExpectedFailover(t *testing.T) {
 func TestOutageEdges(t *testing.T) {
 	t0 := time.Unix(0, 0)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	probes := []platform.Probe{
+	probes := []probe.Probe{
 		{Seq: 1, Sent: at(0), Reply: at(1)},
 		{Seq: 2, Sent: at(50)},
 		{Seq: 3, Sent: at(100)},

@@ -13,6 +13,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/probe"
 	"github.com/cozystack/vlan-conformance/suites/framework"
 	"github.com/cozystack/vlan-conformance/suites/labels"
 	"github.com/cozystack/vlan-conformance/suites/skip"
@@ -172,7 +173,7 @@ func answer(d platform.Drain) string {
 
 // describeOutage is the stream's run of unanswered echoes, from the first
 // lost to the first reply after the last.
-func describeOutage(o outage, probes []platform.Probe) string {
+func describeOutage(o outage, probes []probe.Probe) string {
 	if o.Lost == 0 {
 		return fmt.Sprintf("no gap beyond %s", streamEvery)
 	}

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/probe"
 	"github.com/cozystack/vlan-conformance/suites/framework"
 )
 
@@ -14,9 +16,9 @@ import (
 // entry sampled every watchEvery, and the entry when the VM was up.
 type pinnedRun struct {
 	rc      *recreation
-	atReady platform.Neighbor
+	atReady evidence.Neighbor
 	grace   time.Duration // the broadcast re-resolution's tail the re-creation owns
-	probes  []platform.Probe
+	probes  []probe.Probe
 	changes []neighChange
 }
 

@@ -11,7 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/probe"
 )
 
 // timeline is an outage told as dated events, relative to an origin
@@ -64,10 +66,10 @@ func (t *timeline) write(path string) error {
 // and the first reply after a moment.
 type outage struct {
 	Sent, Lost          int
-	FirstLost, LastLost platform.Probe // zero Seq when nothing was lost
+	FirstLost, LastLost probe.Probe // zero Seq when nothing was lost
 }
 
-func outageOf(probes []platform.Probe) outage {
+func outageOf(probes []probe.Probe) outage {
 	o := outage{Sent: len(probes)}
 	for _, p := range probes {
 		if p.Answered() {
@@ -83,8 +85,8 @@ func outageOf(probes []platform.Probe) outage {
 }
 
 // firstReplyAfter is the probe whose reply came back first after t.
-func firstReplyAfter(probes []platform.Probe, t time.Time) (platform.Probe, bool) {
-	var best platform.Probe
+func firstReplyAfter(probes []probe.Probe, t time.Time) (probe.Probe, bool) {
+	var best probe.Probe
 	found := false
 	for _, p := range probes {
 		if p.Answered() && p.Reply.After(t) && (!found || p.Reply.Before(best.Reply)) {
@@ -95,8 +97,8 @@ func firstReplyAfter(probes []platform.Probe, t time.Time) (platform.Probe, bool
 }
 
 // lostSentAfter lists the unanswered probes sent at or after t.
-func lostSentAfter(probes []platform.Probe, t time.Time) []platform.Probe {
-	var out []platform.Probe
+func lostSentAfter(probes []probe.Probe, t time.Time) []probe.Probe {
+	var out []probe.Probe
 	for _, p := range probes {
 		if !p.Answered() && !p.Sent.Before(t) {
 			out = append(out, p)
@@ -106,7 +108,7 @@ func lostSentAfter(probes []platform.Probe, t time.Time) []platform.Probe {
 }
 
 // addProbes puts a stream's outage edges on the timeline.
-func (t *timeline) addProbes(probes []platform.Probe, who string) outage {
+func (t *timeline) addProbes(probes []probe.Probe, who string) outage {
 	o := outageOf(probes)
 	t.note("%s: %d echo requests, %d unanswered", who, o.Sent, o.Lost)
 	if o.Lost == 0 {
@@ -132,7 +134,7 @@ func (t *timeline) addNeighbor(changes []neighChange, oldMAC, newMAC net.Hardwar
 	}
 }
 
-func describeNeighbor(n platform.Neighbor, oldMAC, newMAC net.HardwareAddr) string {
+func describeNeighbor(n evidence.Neighbor, oldMAC, newMAC net.HardwareAddr) string {
 	if n.State == "" {
 		return "absent"
 	}
@@ -160,7 +162,7 @@ type neighWatch struct {
 
 type neighChange struct {
 	at  time.Time
-	n   platform.Neighbor
+	n   evidence.Neighbor
 	err error
 }
 

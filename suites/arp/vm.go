@@ -15,6 +15,7 @@ import (
 
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/probe"
 	"github.com/cozystack/vlan-conformance/suites/framework"
 	"github.com/cozystack/vlan-conformance/suites/labels"
 )
@@ -210,7 +211,7 @@ type recreation struct {
 	// What ARP-02 saw of it, for ARP-03 to time the recovery of the same
 	// outage: the gateway's entry warmed before it and read when the VM
 	// was up, and when the gateway first sent to the re-created guest.
-	warmed, atReady platform.Neighbor
+	warmed, atReady evidence.Neighbor
 	firstSent       time.Time
 }
 
@@ -269,18 +270,18 @@ func (v *vm) timed(ctx context.Context, p platform.Platform, what string, do fun
 // probing for at its old MAC (ARP-02): the gateway then reaches it only
 // once that entry has failed and it resolves the address afresh, within
 // its DELAY and PROBE times, so it tries for warmFor.
-func warmGateway(ctx context.Context, gw platform.Gateway, v *vm) (platform.Neighbor, error) {
+func warmGateway(ctx context.Context, gw platform.Gateway, v *vm) (evidence.Neighbor, error) {
 	deadline := time.Now().Add(warmFor)
 	for {
-		res, err := gw.Ping(ctx, v.addr, platform.WithCount(1), platform.WithTimeout(2*time.Second))
+		res, err := gw.Ping(ctx, v.addr, probe.WithCount(1), probe.WithTimeout(2*time.Second))
 		if err != nil {
-			return platform.Neighbor{}, err
+			return evidence.Neighbor{}, err
 		}
 		if res.Succeeded() {
 			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return platform.Neighbor{}, fmt.Errorf("the gateway does not reach %s (%s) before re-creation (tried for %s)", v.Name(), v.addr, warmFor)
+			return evidence.Neighbor{}, fmt.Errorf("the gateway does not reach %s (%s) before re-creation (tried for %s)", v.Name(), v.addr, warmFor)
 		}
 	}
 	n, err := gw.Neighbor(ctx, v.addr)
@@ -299,11 +300,11 @@ func warmGateway(ctx context.Context, gw platform.Gateway, v *vm) (platform.Neig
 // ARP-07 after each restart.
 type recovery struct {
 	streamed  time.Time // the stream's first echo request (t = 0)
-	first     platform.Probe
+	first     probe.Probe
 	recovered bool // a reply came back within the limit
-	probes    []platform.Probe
+	probes    []probe.Probe
 	changes   []neighChange
-	after     platform.Neighbor // the gateway's entry at the end
+	after     evidence.Neighbor // the gateway's entry at the end
 }
 
 // timeRecovery has the gateway ping addr every streamEvery, its entry
@@ -323,14 +324,14 @@ func timeRecovery(ctx context.Context, gw platform.Gateway, addr netip.Addr, lim
 
 // awaitReply waits until a reply of the stream comes back after t, at
 // most until t+limit.
-func awaitReply(ctx context.Context, s platform.PingStream, t time.Time, limit time.Duration) (platform.Probe, bool) {
+func awaitReply(ctx context.Context, s probe.PingStream, t time.Time, limit time.Duration) (probe.Probe, bool) {
 	deadline := t.Add(limit)
 	for {
 		if p, ok := firstReplyAfter(s.Probes(), t); ok {
 			return p, true
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return platform.Probe{}, false
+			return probe.Probe{}, false
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -338,7 +339,7 @@ func awaitReply(ctx context.Context, s platform.PingStream, t time.Time, limit t
 
 // awaitEntry waits until the gateway's entry for ip holds mac, at most
 // limit; it returns when it saw it and the last entry read.
-func awaitEntry(ctx context.Context, gw platform.Gateway, ip netip.Addr, mac net.HardwareAddr, limit time.Duration) (time.Time, platform.Neighbor, error) {
+func awaitEntry(ctx context.Context, gw platform.Gateway, ip netip.Addr, mac net.HardwareAddr, limit time.Duration) (time.Time, evidence.Neighbor, error) {
 	deadline := time.Now().Add(limit)
 	for {
 		n, err := gw.Neighbor(ctx, ip)

@@ -9,6 +9,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/probe"
 	"github.com/cozystack/vlan-conformance/framework/run"
 	"github.com/cozystack/vlan-conformance/framework/subject"
 	"github.com/cozystack/vlan-conformance/suites/framework"
@@ -64,9 +65,9 @@ func bridgeNameSpecs(r *run.Run) {
 
 			By("and the guest reaches nothing: its requests never reach the trunk")
 			gw := p.Gateway().Address()
-			var res platform.PingResult
+			var res probe.PingResult
 			onTrunk := wire.While(ctx, p.Trunk(node), f.Artifact("trunk.pcap"), func() {
-				res, err = guest.Ping(ctx, gw, platform.WithCount(3), platform.WithInterval(200*time.Millisecond), platform.WithTimeout(time.Second))
+				res, err = guest.Ping(ctx, gw, probe.WithCount(3), probe.WithInterval(200*time.Millisecond), probe.WithTimeout(time.Second))
 			})
 			Expect(err).NotTo(HaveOccurred())
 			f.Note("guest %s -> gateway %s: %d/%d replies, send error %v; frames from the guest on the trunk: %d (trunk.pcap)", guest.Name(), gw, res.Received, res.Sent, res.Err, len(onTrunk.From(guest.MAC())))

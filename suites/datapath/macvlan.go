@@ -9,8 +9,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/probe"
 	"github.com/cozystack/vlan-conformance/framework/run"
 	"github.com/cozystack/vlan-conformance/suites/framework"
 	"github.com/cozystack/vlan-conformance/suites/labels"
@@ -97,7 +99,7 @@ func macvlanSpecs(r *run.Run) {
 				// kernel still asking: it turns FAILED once its probes go unanswered,
 				// so wait for that, within the bound the guest's (default) timers set.
 				By("the guest's neighbour entry for the gateway ends FAILED")
-				var neigh platform.Neighbor
+				var neigh evidence.Neighbor
 				Eventually(func() (string, error) {
 					var err error
 					neigh, err = guest.Neighbor(ctx, gw)
@@ -165,7 +167,7 @@ func macvlanSpecs(r *run.Run) {
 				hostAddr := node.Address().Addr()
 
 				By("the child tries to connect: its attempt leaves it, and the service accepts nothing")
-				var d platform.Dial
+				var d probe.DialResult
 				atChild := wire.While(ctx, child.VLANPoint(), f.Artifact("child.pcap"), func() {
 					d, err = child.Dial(ctx, svc.Addr(), serviceTimeout)
 				})

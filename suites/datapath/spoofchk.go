@@ -10,6 +10,7 @@ import (
 
 	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/probe"
 	"github.com/cozystack/vlan-conformance/framework/run"
 	"github.com/cozystack/vlan-conformance/framework/subject"
 	"github.com/cozystack/vlan-conformance/suites/framework"
@@ -49,9 +50,9 @@ func spoofCheckSpecs(r *run.Run) {
 			Expect(err).NotTo(HaveOccurred(), "starting the VM on the NAD with macspoofchk")
 
 			By("the guest's own traffic passes: it sends from the MAC its attachment was made with")
-			var res platform.PingResult
+			var res probe.PingResult
 			own := wire.While(ctx, p.Trunk(node), f.Artifact("trunk-own.pcap"), func() {
-				res, err = guest.Ping(ctx, gw, platform.WithCount(3), platform.WithInterval(200*time.Millisecond), platform.WithTimeout(time.Second))
+				res, err = guest.Ping(ctx, gw, probe.WithCount(3), probe.WithInterval(200*time.Millisecond), probe.WithTimeout(time.Second))
 			})
 			Expect(err).NotTo(HaveOccurred())
 			f.Note("guest %s (%s) -> gateway %s: %d/%d replies; frames from %s on the trunk: %d (trunk-own.pcap)", guest.Name(), guest.MAC(), gw, res.Received, res.Sent, guest.MAC(), len(own.From(guest.MAC())))

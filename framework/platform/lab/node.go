@@ -9,7 +9,6 @@ import (
 
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
-	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/probe"
 )
 
@@ -50,7 +49,7 @@ func (n *node) ParentPoint() evidence.Point {
 	return evidence.Point{Netns: n.fab.Netns, Iface: n.fab.Parent, Label: n.fab.Parent + " on " + n.Name()}
 }
 
-func (n *node) Ping(ctx context.Context, dst netip.Addr, opts ...platform.PingOption) (platform.PingResult, error) {
+func (n *node) Ping(ctx context.Context, dst netip.Addr, opts ...probe.PingOption) (probe.PingResult, error) {
 	return probe.Ping(ctx, n.fab.Netns, dst, opts...)
 }
 
@@ -70,7 +69,7 @@ func (n *node) WithoutPlugin(_ context.Context, plugin string) (func() error, er
 }
 
 // BridgeFDB lists what br100 has learned or owns, per port.
-func (n *node) BridgeFDB(_ context.Context) ([]platform.FDBEntry, error) {
+func (n *node) BridgeFDB(_ context.Context) ([]evidence.FDBEntry, error) {
 	out, err := evidence.ReadBridgeFDB(n.fab.Handle, fabric.BridgeName)
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", n.Name(), err)
@@ -90,6 +89,6 @@ func (n *node) BridgeParent(context.Context) (func() error, error) {
 	return fabric.BridgeParent(n.fab)
 }
 
-func (n *node) Serve(context.Context) (platform.Service, error) {
+func (n *node) Serve(context.Context) (probe.Service, error) {
 	return probe.Serve(n.fab.Netns, n.Address().Addr())
 }

@@ -86,11 +86,11 @@ func (g *Inside) Routes(_ context.Context) ([]platform.Route, error) {
 	return out, nil
 }
 
-func (g *Inside) Ping(ctx context.Context, dst netip.Addr, opts ...platform.PingOption) (platform.PingResult, error) {
+func (g *Inside) Ping(ctx context.Context, dst netip.Addr, opts ...probe.PingOption) (probe.PingResult, error) {
 	return probe.Ping(ctx, g.Netns, dst, opts...)
 }
 
-func (g *Inside) Dial(ctx context.Context, dst netip.AddrPort, timeout time.Duration) (platform.Dial, error) {
+func (g *Inside) Dial(ctx context.Context, dst netip.AddrPort, timeout time.Duration) (probe.DialResult, error) {
 	return probe.Dial(ctx, g.Netns, dst, timeout)
 }
 
@@ -128,7 +128,7 @@ func (g *Inside) Announce() error {
 	return probe.GratuitousARP(g.Netns, g.NIC, src)
 }
 
-func (g *Inside) Neighbor(_ context.Context, ip netip.Addr) (platform.Neighbor, error) {
+func (g *Inside) Neighbor(_ context.Context, ip netip.Addr) (evidence.Neighbor, error) {
 	return evidence.ReadNeighbor(g.Handle, g.NIC, ip)
 }
 

@@ -67,9 +67,9 @@ func (n *Node) ParentPoint() evidence.Point {
 	return evidence.Point{Netns: n.NetnsPath(), Iface: n.fab.Parent, Label: n.fab.Parent + " on " + n.name}
 }
 
-func (n *Node) Ping(ctx context.Context, dst netip.Addr, opts ...platform.PingOption) (platform.PingResult, error) {
+func (n *Node) Ping(ctx context.Context, dst netip.Addr, opts ...probe.PingOption) (probe.PingResult, error) {
 	if n.pid == 0 {
-		return platform.PingResult{}, n.notObservable("ping")
+		return probe.PingResult{}, n.notObservable("ping")
 	}
 	return probe.Ping(ctx, n.NetnsPath(), dst, opts...)
 }
@@ -89,7 +89,7 @@ func (n *Node) WithoutPlugin(_ context.Context, plugin string) (func() error, er
 }
 
 // BridgeFDB lists what br100 has learned or owns, per port.
-func (n *Node) BridgeFDB(_ context.Context) ([]platform.FDBEntry, error) {
+func (n *Node) BridgeFDB(_ context.Context) ([]evidence.FDBEntry, error) {
 	if n.pid == 0 {
 		return nil, n.notObservable("the bridge FDB")
 	}
@@ -121,7 +121,7 @@ func (n *Node) BridgeParent(context.Context) (func() error, error) {
 	return fabric.BridgeParent(n.fab)
 }
 
-func (n *Node) Serve(context.Context) (platform.Service, error) {
+func (n *Node) Serve(context.Context) (probe.Service, error) {
 	if n.pid == 0 {
 		return nil, n.notObservable("a TCP service")
 	}

@@ -169,7 +169,7 @@ func parseRoutes(out string) ([]platform.Route, error) {
 	return rs, nil
 }
 
-func (g *vmGuest) Ping(ctx context.Context, dst netip.Addr, opts ...platform.PingOption) (platform.PingResult, error) {
+func (g *vmGuest) Ping(ctx context.Context, dst netip.Addr, opts ...probe.PingOption) (probe.PingResult, error) {
 	o := probe.NewPingOptions(opts...)
 	cmd := fmt.Sprintf("ping -n -c %d -i %.3f -W %d -s %d", o.Count, o.Interval.Seconds(), max(1, int(o.Timeout.Seconds())), o.Size)
 	if o.DontFrag {
@@ -180,7 +180,7 @@ func (g *vmGuest) Ping(ctx context.Context, dst netip.Addr, opts ...platform.Pin
 	}
 	out, code, err := g.run(ctx, cmd+" "+dst.String()+" 2>&1")
 	if err != nil {
-		return platform.PingResult{}, err
+		return probe.PingResult{}, err
 	}
 	r, ran := parsePing(out)
 	if !ran {
@@ -194,8 +194,8 @@ func (g *vmGuest) Ping(ctx context.Context, dst netip.Addr, opts ...platform.Pin
 // Dial connects with bash's /dev/tcp (the guest image has bash, not
 // necessarily nc): exit 0 is a connection, 124 timeout's cut, any other
 // code bash's own complaint, which it prints.
-func (g *vmGuest) Dial(ctx context.Context, dst netip.AddrPort, timeout time.Duration) (platform.Dial, error) {
-	d := platform.Dial{Dst: dst}
+func (g *vmGuest) Dial(ctx context.Context, dst netip.AddrPort, timeout time.Duration) (probe.DialResult, error) {
+	d := probe.DialResult{Dst: dst}
 	cmd := fmt.Sprintf("timeout %d bash -c 'exec 3<>/dev/tcp/%s/%d' 2>&1", max(1, int(timeout.Seconds())), dst.Addr(), dst.Port())
 	start := time.Now()
 	out, code, err := g.run(ctx, cmd)
@@ -219,7 +219,7 @@ func (g *vmGuest) Dial(ctx context.Context, dst netip.AddrPort, timeout time.Dur
 
 // parsePing reads iputils ping's summary (and a local send error); ran is
 // false when there is no summary, so nothing was sent.
-func parsePing(out string) (r platform.PingResult, ran bool) {
+func parsePing(out string) (r probe.PingResult, ran bool) {
 	if m := regexp.MustCompile(`(\d+) packets transmitted, (\d+) (?:packets )?received`).FindStringSubmatch(out); m != nil {
 		r.Sent, _ = strconv.Atoi(m[1])
 		r.Received, _ = strconv.Atoi(m[2])
@@ -235,16 +235,16 @@ func parsePing(out string) (r platform.PingResult, ran bool) {
 	return r, ran
 }
 
-func (g *vmGuest) Neighbor(ctx context.Context, ip netip.Addr) (platform.Neighbor, error) {
+func (g *vmGuest) Neighbor(ctx context.Context, ip netip.Addr) (evidence.Neighbor, error) {
 	out, err := g.must(ctx, "ip -4 neigh show "+ip.String()+" dev "+g.vlanIface)
 	if err != nil {
-		return platform.Neighbor{}, err
+		return evidence.Neighbor{}, err
 	}
 	return parseNeigh(ip, out), nil
 }
 
-func parseNeigh(ip netip.Addr, out string) platform.Neighbor {
-	n := platform.Neighbor{IP: ip}
+func parseNeigh(ip netip.Addr, out string) evidence.Neighbor {
+	n := evidence.Neighbor{IP: ip}
 	f := strings.Fields(out)
 	for i := 0; i < len(f); i++ {
 		if f[i] == "lladdr" && i+1 < len(f) {
