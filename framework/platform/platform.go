@@ -2,7 +2,9 @@
 // model (a platform with nodes and a gateway, guests on a VLAN, capture
 // points). The lab tier (platform/lab) implements them with network
 // namespaces and the real CNI plugins; the cluster tier with kind, Multus and
-// KubeVirt. Specs never learn which one they run on.
+// KubeVirt. Specs never learn which one they run on. What a ping, an ARP
+// probe or a TCP dial reports is framework/probe's; a neighbour or FDB read
+// is framework/evidence's: the interfaces name those types where they live.
 package platform
 
 import (
@@ -54,12 +56,12 @@ type Node interface {
 	Address() netip.Prefix
 	// ParentPoint is the VLAN sub-interface (uplink.100) on the node.
 	ParentPoint() evidence.Point
-	Ping(ctx context.Context, dst netip.Addr, opts ...PingOption) (PingResult, error)
+	Ping(ctx context.Context, dst netip.Addr, opts ...probe.PingOption) (probe.PingResult, error)
 	// WithoutPlugin removes a plugin from the node's CNIBinDir until restore.
 	WithoutPlugin(ctx context.Context, plugin string) (restore func() error, err error)
 	// BridgeFDB reads the forwarding database of the node's VLAN bridge
 	// (br100): which port each MAC was learned on (ARP-06).
-	BridgeFDB(ctx context.Context) ([]FDBEntry, error)
+	BridgeFDB(ctx context.Context) ([]evidence.FDBEntry, error)
 	// Bridges lists the node's bridges and the ports of each (VLAN-14: a
 	// NAD naming another bridge makes one of its own).
 	Bridges(ctx context.Context) (map[string][]string, error)
@@ -73,14 +75,14 @@ type Node interface {
 	BridgeParent(ctx context.Context) (undo func() error, err error)
 	// Serve offers a TCP service on the node's VLAN address (VLAN-04/05:
 	// "a host-side service on the parent IP").
-	Serve(ctx context.Context) (Service, error)
+	Serve(ctx context.Context) (probe.Service, error)
 }
 
 // Gateway is the upstream router on the VLAN.
 type Gateway interface {
 	Address() netip.Addr
-	Ping(ctx context.Context, dst netip.Addr, opts ...PingOption) (PingResult, error)
-	Neighbor(ctx context.Context, ip netip.Addr) (Neighbor, error)
+	Ping(ctx context.Context, dst netip.Addr, opts ...probe.PingOption) (probe.PingResult, error)
+	Neighbor(ctx context.Context, ip netip.Addr) (evidence.Neighbor, error)
 	// VLANPoint is the gateway's interface on the guests' VLAN (ARP-04
 	// times a gratuitous ARP from its arrival there).
 	VLANPoint() evidence.Point
@@ -88,13 +90,13 @@ type Gateway interface {
 	OtherVLANPoint() evidence.Point
 	OtherVLANAddress() netip.Addr
 	// NeighTimers reports the gateway's neighbour-table timers.
-	NeighTimers(ctx context.Context) (NeighTimers, error)
+	NeighTimers(ctx context.Context) (evidence.NeighTimers, error)
 	// NeighProfile is the timer profile the fixture declares for the
 	// gateway (what the suite set); NeighTimers is what it reports running.
-	NeighProfile(ctx context.Context) (NeighProfile, error)
+	NeighProfile(ctx context.Context) (evidence.NeighProfile, error)
 	// StartPing pings dst every interval until the stream is stopped,
 	// recording each echo request (ARP-03..05).
-	StartPing(ctx context.Context, dst netip.Addr, interval time.Duration) (PingStream, error)
+	StartPing(ctx context.Context, dst netip.Addr, interval time.Duration) (probe.PingStream, error)
 }
 
 // Own returns the guest a platform made, when g wraps it (a spec's
@@ -123,7 +125,7 @@ type Guest interface {
 	LinkMAC(ctx context.Context, iface string) (net.HardwareAddr, error)
 	Routes(ctx context.Context) ([]Route, error)
 	MTU(ctx context.Context, iface string) (int, error)
-	Ping(ctx context.Context, dst netip.Addr, opts ...PingOption) (PingResult, error)
+	Ping(ctx context.Context, dst netip.Addr, opts ...probe.PingOption) (probe.PingResult, error)
 	// ARPProbe asks for ip on the VLAN NIC and returns the MAC that answered.
 	ARPProbe(ctx context.Context, ip netip.Addr, timeout time.Duration) (net.HardwareAddr, error)
 	// AnnounceGARP sends a gratuitous ARP for the guest's VLAN address.
@@ -131,10 +133,10 @@ type Guest interface {
 	// SpoofARP sends one ARP request for target from the VLAN NIC with src
 	// as the frame's source MAC (and the ARP sender's), not the NIC's own.
 	SpoofARP(ctx context.Context, src net.HardwareAddr, target netip.Addr) error
-	Neighbor(ctx context.Context, ip netip.Addr) (Neighbor, error)
+	Neighbor(ctx context.Context, ip netip.Addr) (evidence.Neighbor, error)
 	// Dial opens a TCP connection to dst within timeout and closes it; a
 	// connection that fails is the result's Err, err a dial never tried.
-	Dial(ctx context.Context, dst netip.AddrPort, timeout time.Duration) (Dial, error)
+	Dial(ctx context.Context, dst netip.AddrPort, timeout time.Duration) (probe.DialResult, error)
 	// VLANPoint is the guest's VLAN NIC as a capture point.
 	VLANPoint() evidence.Point
 	// Attachment is what the CNI plugin handed to the pod for this VLAN.
@@ -188,33 +190,6 @@ type Route struct {
 	Iface string
 	Scope string // "link" for connected, "universe" otherwise
 }
-
-// Neighbor is one neighbour-table entry.
-type Neighbor = evidence.Neighbor
-
-// What probes report and how they are asked (framework/probe, the
-// neighbour timers framework/evidence), under the names specs use.
-type (
-	NeighTimers  = evidence.NeighTimers
-	NeighProfile = evidence.NeighProfile
-	Probe        = probe.Probe
-	PingStream   = probe.PingStream
-	PingResult   = probe.PingResult
-	PingOptions  = probe.PingOptions
-	PingOption   = probe.PingOption
-	Dial         = probe.DialResult
-	Service      = probe.Service
-)
-
-func WithCount(n int) PingOption              { return probe.WithCount(n) }
-func WithInterval(d time.Duration) PingOption { return probe.WithInterval(d) }
-func WithTimeout(d time.Duration) PingOption  { return probe.WithTimeout(d) }
-func WithPayload(n int) PingOption            { return probe.WithPayload(n) }
-func WithDontFragment() PingOption            { return probe.WithDontFragment() }
-func ViaInterface(name string) PingOption     { return probe.ViaInterface(name) }
-
-// FDBEntry is one entry of a bridge's forwarding database.
-type FDBEntry = evidence.FDBEntry
 
 // As finds an optional capability of the run's platform, e.g.
 // As[KubeVMs](p): specs check a capability and skip without it, never the
