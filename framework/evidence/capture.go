@@ -1,6 +1,7 @@
 // Package evidence observes the datapath: frame captures on any interface of
-// any namespace (802.1Q tags included), neighbour and FDB reads, and dumps of
-// every namespace when a spec fails.
+// any namespace (802.1Q tags included), neighbour and FDB reads (with the
+// neighbour timers that age an entry), and dumps of every namespace when a
+// spec fails. What a probe reports is framework/probe's.
 package evidence
 
 import (
