@@ -48,7 +48,7 @@ func rollSpecs(r *run.Run) {
 		// on the NAD does not fail: the stopping daemon removes its own CNI
 		// config, the runtime falls through to the default network's, and
 		// the pod starts without its NAD, for good, with no error anywhere.
-		It("[STG-12] rolls Multus one node at a time; on a node whose daemon is down a pod on the NAD starts without it, with no error, and a hostNetwork pod starts", labels.Claim("STG-12"), func(ctx SpecContext) {
+		It("[STG-12] rolls Multus one node at a time; a pod on the NAD created on a node whose daemon is down starts without it, with no error, and a hostNetwork pod starts", labels.Claim("STG-12"), func(ctx SpecContext) {
 			p, err := f.Platform(ctx)
 			Expect(err).NotTo(HaveOccurred(), "building the platform")
 			mr, rolls := platform.As[platform.MultusRoll](p)
@@ -114,20 +114,25 @@ func rollSpecs(r *run.Run) {
 				Expect(roll.CNIConfigs).NotTo(ContainElement(multusConfig), "%s's /etc/cni/net.d as the probes were created", node.Name())
 			}
 
-			By("the pod on the NAD is not refused: it starts while the daemon is down, on the default network alone")
+			// The probes' sandboxes are asked for while the daemon is down;
+			// when they reach Running depends on the kubelet's load (under
+			// CI's, after the daemon was back), so Running is recorded, not
+			// judged: a pod whose CNI ADD reached a daemon would carry
+			// Multus's network-status.
+			Expect(roll.Window).To(BeNumerically(">", 0), "the probes must be created while %s's Multus daemon is down", node.Name())
+
+			By("the pod on the NAD is not refused: it starts on the default network alone")
 			want := f.Namespace() + "/" + nad
 			Expect(onNAD.SandboxFailures).To(BeEmpty(), "%s, created on %s with its Multus daemon gone, must not fail sandbox creation; it %s", onNAD.Pod, node.Name(), ranHow(*onNAD, want))
 			Expect(onNAD.Running).NotTo(BeZero(), "%s must run", onNAD.Pod)
-			Expect(onNAD.RunningBeforeDaemon).To(BeTrue(), "%s must start while %s's Multus daemon is down; it %s", onNAD.Pod, node.Name(), ranHow(*onNAD, want))
 			Expect(onNAD.PodIP).NotTo(BeEmpty(), "%s must have the default network's address", onNAD.Pod)
 			By("and it stays without its NAD once the daemon is back")
 			Expect(onNAD.Attached).NotTo(ContainElement(want), "%s must stay without %s: Multus never attached it; it %s", onNAD.Pod, want, ranHow(*onNAD, want))
 			Expect(onNAD.Attached).To(BeEmpty(), "%s must carry no network-status: no Multus ADD ran for it; it %s", onNAD.Pod, ranHow(*onNAD, want))
 
-			By("the hostNetwork pod starts while the daemon is down")
+			By("the hostNetwork pod starts")
 			Expect(hostNet.SandboxFailures).To(BeEmpty(), "%s bypasses CNI: no sandbox to fail", hostNet.Pod)
 			Expect(hostNet.Running).NotTo(BeZero(), "%s must run", hostNet.Pod)
-			Expect(hostNet.RunningBeforeDaemon).To(BeTrue(), "%s must start while %s's Multus daemon is down (it stayed down %s after the probes were created)", hostNet.Pod, node.Name(), roll.Window.Round(time.Millisecond))
 		})
 	})
 }
