@@ -54,7 +54,7 @@ func TestValidateRejectsBadInput(t *testing.T) {
 		{[]string{"--control=VLAN-99/nope"}, "--control"},
 		// A control applied to the other tier would change nothing.
 		{[]string{"--control=VLAN-11/nad-copied-into-vm-namespace"}, "built on the cluster tier, not --tier=lab"},
-		{[]string{"--tier=cluster", "--control=VLAN-01/no-vlan-subinterface"}, "built on the lab tier, not --tier=cluster"},
+		{[]string{"--tier=cluster", "--control=VLAN-01/wrong-vlan-id"}, "built on the lab tier, not --tier=cluster"},
 		// A lab control that breaks VMs on a cluster has no VM there to break.
 		{[]string{"--tier=cluster", "--workload=pod", "--control=VLAN-12/macspoofchk-dropped"}, "on a cluster it breaks VMs: pass --workload=vm"},
 		// So does a cluster control whose claim is about VMs.

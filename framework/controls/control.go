@@ -52,7 +52,9 @@ type Control struct {
 	// guide's step 1).
 
 	// BridgeWiring is how a bridge node's uplink meets br100. Zero:
-	// fabric.GuideBridge, the guide's step 1.
+	// fabric.GuideBridge, the guide's step 1. The cluster's cabling
+	// wires its bridge nodes (the kind workers) by it too; on an
+	// access-mode trunk only NoSubinterface has a meaning there.
 	BridgeWiring fabric.Wiring
 	// MacvlanWiring is where the macvlan node's own address sits. Zero:
 	// fabric.MacvlanParent, on uplink.100 itself, as the guide has it.
@@ -89,8 +91,10 @@ type Control struct {
 	// VirtualMachine (as KubeMacPool's webhook would) both apply it. Nil:
 	// a fresh one.
 	UnpinnedMAC func(namespace, name string) string
-	// PinnedMAC is what becomes of a MAC a VM's spec pins (the lab's
-	// attachment). Zero: PinKept, the attachment is asked for it.
+	// PinnedMAC is what becomes of a MAC a VM's spec pins: the lab's
+	// attachment and the cluster's VirtualMachine both apply it (a
+	// cluster has no running-VM lookup, so PinMadeUnique is the lab's
+	// only). Zero: PinKept, the attachment is asked for it.
 	PinnedMAC PinnedMAC
 	// GatewayTimers maps the neighbour timers the gateway declares to what
 	// it really runs: a slower gateway than the profile says. Nil: what

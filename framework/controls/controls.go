@@ -22,12 +22,12 @@ import (
 var registry = []Control{
 	// ARP and MAC (CLAIMS.md ARP-): a gateway, a guest or a MAC allocator
 	// that behaves otherwise than the claim says.
-	{ID: "ARP-01/mac-derived-from-vm-name", Claim: "ARP-01", Description: "an unpinned VM's MAC is derived from its name, so re-creation keeps it", UnpinnedMAC: nameMAC, Expect: failures.FreshMAC},
+	{ID: "ARP-01/mac-derived-from-vm-name", Claim: "ARP-01", Description: "an unpinned VM's MAC is derived from its name, so re-creation keeps it", OnVMs: true, UnpinnedMAC: nameMAC, Expect: failures.FreshMAC},
 	{ID: "ARP-02/guest-announces-at-boot", Claim: "ARP-02", Description: "the guest sends a gratuitous ARP as its address comes up, so the gateway learns the new MAC at once", OnVMs: true, GuestUp: GuestAnnounces, Expect: failures.GatewayHoldsOldMAC},
 	{ID: "ARP-03/gateway-probes-during-boot", Claim: "ARP-03", Description: "the gateway resolves the guest's address while the re-created VM boots, so it holds the new MAC before any recovery can be timed", OnVMs: true, GuestUp: GatewayResolves, Expect: failures.RecoveryMeasuresNothing},
 	{ID: "ARP-03/gateway-runs-longer-timers", Claim: "ARP-03", Description: "the gateway runs base_reachable_time_ms=180000, far longer than the declared profile", OnVMs: true, GatewayTimers: longTimers, Expect: failures.RecoversWithin},
 	{ID: "ARP-04/guest-never-announces", Claim: "ARP-04", Description: "the guest's gratuitous ARP never leaves it", SilentGuest: true, Expect: failures.EntryFlipsToNewMAC},
-	{ID: "ARP-05/pinned-mac-ignored", Claim: "ARP-05", Description: "the pinned MAC (VMSpec.MAC) is not passed to the attachment: a fresh one every time", PinnedMAC: PinIgnored, Expect: failures.PinnedMACSurvives},
+	{ID: "ARP-05/pinned-mac-ignored", Claim: "ARP-05", Description: "the pinned MAC (VMSpec.MAC) is not passed to the attachment: a fresh one every time", OnVMs: true, PinnedMAC: PinIgnored, Expect: failures.PinnedMACSurvives},
 	{ID: "ARP-06/pinned-macs-made-unique", Claim: "ARP-06", Description: "a pinned MAC already held by a running VM is replaced by a fresh one, as KubeMacPool would", PinnedMAC: PinMadeUnique, Expect: failures.CollisionFlaps},
 	{ID: "ARP-07/mac-kept-per-vm-object", Claim: "ARP-07", Tier: "cluster", OnVMs: true, Description: "every unpinned VM gets a MAC derived from its namespace and name, as a MAC pool keeping one per VirtualMachine would: restarts keep it", UnpinnedMAC: nameMAC, Expect: failures.RestartFreshMAC},
 	{ID: "ARP-08/drain-evicts", Claim: "ARP-08", Tier: "cluster", OnVMs: true, Description: "KubeVirt runs evictionStrategy: None, as a release whose KubeVirt CR drops LiveMigrate would: a drain evicts the launcher pod and the VM with it", EvictionStrategy: "None", Expect: failures.DrainMigrates},
@@ -63,7 +63,7 @@ var registry = []Control{
 
 	// The datapath (CLAIMS.md VLAN-): the broken subject the platform
 	// builds instead of the guide's.
-	{ID: "VLAN-01/no-vlan-subinterface", Claim: "VLAN-01", Description: "br100 enslaves no VLAN sub-interface (uplink.100 absent)", BridgeWiring: fabric.NoSubinterface, Expect: failures.ReachesGateway},
+	{ID: "VLAN-01/no-vlan-subinterface", Claim: "VLAN-01", Description: "br100 enslaves no VLAN sub-interface (uplink.100 absent)", OnVMs: true, BridgeWiring: fabric.NoSubinterface, Expect: failures.ReachesGateway},
 	{ID: "VLAN-01/wrong-vlan-id", Claim: "VLAN-01", Description: "the node's sub-interface carries VLAN 101, the gateway VLAN 100", BridgeWiring: fabric.WrongVLAN, Expect: failures.ReachesGateway},
 	{ID: "VLAN-02/untagged-wiring", Claim: "VLAN-02", Description: "br100 enslaves the untagged uplink itself", BridgeWiring: fabric.UntaggedUplink, Expect: failures.CrossesUntagged},
 	{ID: "VLAN-03/macvlan-passthru", Claim: "VLAN-03", Description: "macvlan in passthru mode: the child receives every frame, so replies to the guest MAC arrive", OnVMs: true, NAD: SetNADKey("macvlan", "mode", "passthru"), Expect: failures.NoReplyReachesGuest},

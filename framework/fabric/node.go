@@ -151,6 +151,9 @@ func (f *Fabric) provision(n *NodeNetns, up netlink.Link) error {
 		case GuideBridge:
 			w = UntaggedUplink
 		case MacvlanParent, MacvlanShim:
+		case NoSubinterface:
+			// br100 alone: the uplink, which stands for the
+			// sub-interface here, is left out of it.
 		default:
 			return fmt.Errorf("wiring %d needs a tagged trunk (8021q)", w)
 		}

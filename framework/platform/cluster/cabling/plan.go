@@ -22,8 +22,11 @@ func (c *Cabling) Plan(p *plan.Plan, cps, workers []string, nodes *node.Set, gw 
 	otherGW := netip.PrefixFrom(netip.MustParseAddr(cfg.OtherGateway), other.Bits())
 	untagged, why := c.Mode()
 	var specs []fabric.NodeSpec
+	// The bridge nodes as the guide has them, or as the control breaks
+	// them (VLAN-01's: br100 without the sub-interface).
+	wiring := cfg.SelectedControl().BridgeWiring
 	for i, w := range workers {
-		specs = append(specs, fabric.NodeSpec{Name: w, Wiring: fabric.GuideBridge, Address: NodeAddr(subnet, i)})
+		specs = append(specs, fabric.NodeSpec{Name: w, Wiring: wiring, Address: NodeAddr(subnet, i)})
 	}
 	// The control plane carries the macvlan claims: provisioned as macvlan
 	// users do, so the guide's bridge nodes stay as the guide has them.
@@ -52,8 +55,11 @@ func (c *Cabling) Plan(p *plan.Plan, cps, workers []string, nodes *node.Set, gw 
 		if untagged {
 			vlan = fmt.Sprintf("%s itself in %s; %s %s", parent, fabric.BridgeName, fabric.BridgeName, s.Address)
 		}
-		if s.Wiring == fabric.MacvlanParent {
+		switch s.Wiring {
+		case fabric.MacvlanParent:
 			vlan = fmt.Sprintf("%s %s, no bridge (the macvlan node)", parent, s.Address)
+		case fabric.NoSubinterface:
+			vlan = fmt.Sprintf("%s alone, %s left out of it (control %s); %s %s", fabric.BridgeName, parent, cfg.Control, fabric.BridgeName, s.Address)
 		}
 		p.Add("node", fmt.Sprintf("%s (netns of its container's PID, from `%s inspect`): trunk veth %s <-> %sgw:%s; %s",
 			s.Name, cfg.Cluster.Runtime, fabric.UplinkName, fabric.Prefix, fabric.PortName(s.Name), vlan), nil, nil)
