@@ -63,18 +63,14 @@ func rollSpecs(r *run.Run) {
 			// Staging as the run configured it. The run's other specs expect
 			// it so: put back last, after the probes are gone (cleanups run
 			// in reverse).
-			on := true
 			DeferCleanup(func(ctx SpecContext) {
-				if on {
-					return
-				}
 				_, err := s.SetStaging(ctx, true)
 				if !errors.Is(err, evidence.ErrNotObservable) {
 					Expect(err).NotTo(HaveOccurred(), "turning staging back on")
 				}
 			})
 
-			on = false
+			const on = false
 			By(fmt.Sprintf("stageCniPlugins %v; the probes created on %s the moment its old Multus pod is gone", on, node.Name()))
 			roll, deleteProbes, err := mr.RollStaging(ctx, on, node, f.Namespace(), nad)
 			if deleteProbes != nil {
