@@ -46,6 +46,14 @@ type driver struct {
 	runs      int      // soak: how many runs in a row
 	inVM      bool     // the lab part must run in the lab VM (decided once)
 	only      string   // selftest: the controls to run, by ID or claim ("" = all)
+	// afterwards: how a cluster selftest shows its controls' claims pass
+	// again: run (a run of them after the controls) or later (the next run
+	// on the cluster does, judged by `conformance afterwards`).
+	afterwards string
+	// timeBudget: a cluster selftest starts no control past it (0: none);
+	// outOfTime are the controls it left for that.
+	timeBudget time.Duration
+	outOfTime  []string
 }
 
 func main() {
@@ -63,6 +71,8 @@ func mainCode() int {
 		return verdicts(os.Stdout, os.Args[2:])
 	case "summary":
 		return summary(os.Stdout, os.Args[2:])
+	case "afterwards":
+		return afterwards(os.Stdout, os.Args[2:])
 	case "controls":
 		for _, c := range controls.All() {
 			tier := c.TierName()
@@ -122,7 +132,7 @@ func mainCode() int {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: conformance run|selftest|bench|soak|preflight|kind-up|kind-down [flags] [-- suite flags]\n       conformance controls\n       conformance verdicts WORKLOAD=JUNIT... (WORKLOAD: vm, pod, lab)\n       conformance summary LABEL JUNIT   a lane's counts and its report's failures\n  conformance run -h   lists the flags")
+	fmt.Fprintln(os.Stderr, "usage: conformance run|selftest|bench|soak|preflight|kind-up|kind-down [flags] [-- suite flags]\n       conformance controls\n       conformance verdicts WORKLOAD=JUNIT... (WORKLOAD: vm, pod, lab)\n       conformance summary LABEL JUNIT   a lane's counts and its report's failures\n       conformance afterwards SELFTEST_DIR JUNIT   the cluster controls' claims judged by a run after them (selftest --afterwards=later)\n  conformance run -h   lists the flags")
 }
 
 func (d *driver) parse() error {
@@ -134,6 +144,8 @@ func (d *driver) parse() error {
 	fs.StringVar(&d.part, "part", "all", "internal: which specs this process runs (all, native, labvm)")
 	fs.IntVar(&d.runs, "runs", 10, "soak: how many conformance runs in a row")
 	fs.StringVar(&d.only, "only", "", "selftest: only these controls, each a control ID or a claim (all its controls), comma-separated; `conformance controls` lists them")
+	fs.DurationVar(&d.timeBudget, "time-budget", 0, "selftest on a cluster: start no control once it could not end within this time (0: no limit); those left are named, and do not fail the run")
+	fs.StringVar(&d.afterwards, "afterwards", "run", "selftest on a cluster: how its controls' claims are shown to pass again on it: run (their specs once more, after the controls) or later (by the next run on the cluster: `conformance afterwards`)")
 	args := d.rawArgs
 	for i, a := range args {
 		if a == "--" {
@@ -148,7 +160,7 @@ func (d *driver) parse() error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q (suite flags go after --)", fs.Args())
 	}
-	driverFlags := map[string]bool{"lab-vm": true, "suite-binary": true, "cache-dir": true, "part": true, "runs": true, "only": true}
+	driverFlags := map[string]bool{"lab-vm": true, "suite-binary": true, "cache-dir": true, "part": true, "runs": true, "only": true, "afterwards": true, "time-budget": true}
 	fs.Visit(func(f *flag.Flag) {
 		if driverFlags[f.Name] {
 			return
@@ -179,6 +191,18 @@ func (d *driver) parse() error {
 		} else if _, err := d.selectedControls(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	switch {
+	case d.afterwards != "run" && d.afterwards != "later":
+		errs = append(errs, fmt.Errorf("--afterwards %q: want run or later", d.afterwards))
+	case d.afterwards == "later" && (d.sub != "selftest" || d.cfg.Tier != "cluster"):
+		errs = append(errs, fmt.Errorf("--afterwards=later is for selftest --tier=cluster, whose controls share a cluster with the runs after them"))
+	}
+	switch {
+	case d.timeBudget < 0:
+		errs = append(errs, fmt.Errorf("--time-budget %s: want a duration of 0 or more", d.timeBudget))
+	case d.timeBudget > 0 && (d.sub != "selftest" || d.cfg.Tier != "cluster"):
+		errs = append(errs, fmt.Errorf("--time-budget is for selftest --tier=cluster, where each control is a cluster run of minutes"))
 	}
 	errs = append(errs, d.cfg.Validate())
 	return errors.Join(errs...)

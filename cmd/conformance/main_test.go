@@ -38,6 +38,13 @@ func TestBadInputExitsTwoAndCreatesNothing(t *testing.T) {
 		{"run", "--uplink=vcf-missing0"},
 		{"run", "--plugin-dir=/nonexistent"},
 		{"selftest", "--lab-vm=sometimes"},
+		// The controls' claims judged by a later run: only where a cluster
+		// is shared with the runs after the controls.
+		{"selftest", "--afterwards=never"},
+		{"selftest", "--afterwards=later"},
+		{"run", "--tier=cluster", "--dry-run", "--afterwards=later"},
+		{"selftest", "--time-budget=30m"},
+		{"selftest", "--tier=cluster", "--dry-run", "--time-budget=-1m"},
 		// Not a Cozystack checkout (TestBadReleaseIsBadInput: the message).
 		{"run", "--cozystack=" + t.TempDir()},
 		{"run", "--tier=cluster", "--dry-run", "--cozystack=" + t.TempDir()},

@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/controls"
@@ -64,6 +65,36 @@ func TestSelftestOnly(t *testing.T) {
 			t.Errorf("--only=%q: %v", tc.only, err)
 		case tc.err == "" && ids(got) != tc.want:
 			t.Errorf("--only=%q: %s, want %s", tc.only, ids(got), tc.want)
+		}
+	}
+}
+
+// Under a --time-budget the cluster's own controls run first, in their
+// order, and a control starts only while the longest one so far would still
+// end within the budget; without a budget every control starts.
+func TestSelftestTimeBudget(t *testing.T) {
+	cs := controls.On("cluster")
+	clusterControlsFirst(cs)
+	seenLab := false
+	for _, c := range cs {
+		if c.Tier != "cluster" {
+			seenLab = true
+		} else if seenLab {
+			t.Errorf("%s, a cluster control, runs after a lab control's run on VMs", c.ID)
+		}
+	}
+	for _, tc := range []struct {
+		budget, spent, longest time.Duration
+		fits                   bool
+	}{
+		{0, 5 * time.Hour, time.Hour, true},
+		{30 * time.Minute, 0, 0, true},
+		{30 * time.Minute, 27 * time.Minute, 3 * time.Minute, true},
+		{30 * time.Minute, 27 * time.Minute, 4 * time.Minute, false},
+		{30 * time.Minute, 31 * time.Minute, 0, false},
+	} {
+		if got := fits(tc.budget, tc.spent, tc.longest); got != tc.fits {
+			t.Errorf("budget %s, %s spent, longest %s: fits %v, want %v", tc.budget, tc.spent, tc.longest, got, tc.fits)
 		}
 	}
 }

@@ -129,3 +129,25 @@ func PassesAgain(cases []TestCase, claim string) (ok bool, what string) {
 	}
 	return true, fmt.Sprintf("passed again without a control (%d spec(s))", passed)
 }
+
+// JudgeAfterwards records in each control's outcome whether its claim
+// passed again (PassesAgain) in cases: a run without any control made on
+// the same cluster after the controls. err is why that run left no cases.
+// It returns one line per claim, for the log.
+func JudgeAfterwards(outcomes []ControlOutcome, cases []TestCase, err error) []string {
+	var lines []string
+	seen := map[string]bool{}
+	for i := range outcomes {
+		id := outcomes[i].Claim
+		ok, what := PassesAgain(cases, id)
+		if err != nil {
+			ok, what = false, "no JUnit: "+err.Error()
+		}
+		outcomes[i].Afterwards, outcomes[i].AfterwardsFailed = what, !ok
+		if !seen[id] {
+			seen[id] = true
+			lines = append(lines, id+": "+what)
+		}
+	}
+	return lines
+}

@@ -140,7 +140,7 @@ func (m *Multus) install(ctx context.Context) error {
 }
 
 // installRelease applies the release's multus chart as rendered (see
-// release.go) and takes its stager subject from it.
+// chart.go) and takes its stager subject from it.
 func (m *Multus) installRelease(ctx context.Context, pids map[string]int) error {
 	objs, err := m.releaseObjects(cozystack.Unset)
 	if err != nil {

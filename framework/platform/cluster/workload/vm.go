@@ -29,7 +29,7 @@ import (
 )
 
 // create applies a VM's objects: the release's chart rendered and patched
-// (release.go), or the suite's own rendering.
+// (vminstance.go), or the suite's own rendering.
 func (w *Workloads) create(ctx context.Context, spec platform.VMSpec) error {
 	w.creating.Lock()
 	defer w.creating.Unlock()
