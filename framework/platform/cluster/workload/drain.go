@@ -11,6 +11,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/cozystack/vlan-conformance/framework/evidence"
@@ -120,13 +121,13 @@ func (w *Workloads) DrainVM(ctx context.Context, pg platform.Guest) (platform.Gu
 
 // launcherPod is the running launcher pod of the guest's VMI.
 func (w *Workloads) launcherPod(ctx context.Context, g *vmGuest) (*corev1.Pod, error) {
-	pods, err := w.kube.Kube.CoreV1().Pods(g.spec.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "kubevirt.io/created-by=" + g.status.VMIUID})
+	pods, err := launcherPods(ctx, w.kube, g.spec.Namespace, types.UID(g.status.VMIUID))
 	if err != nil {
 		return nil, err
 	}
 	var seen []string
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	for i := range pods {
+		p := &pods[i]
 		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
 			return p, nil
 		}

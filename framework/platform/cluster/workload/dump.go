@@ -70,11 +70,11 @@ func (w *Workloads) dumpGuest(ctx context.Context, dir string, g *vmGuest, b *st
 	if vmi == nil || err != nil {
 		return
 	}
-	pods, err := w.kube.Kube.CoreV1().Pods(g.spec.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "kubevirt.io/created-by=" + string(vmi.UID)})
+	pods, err := launcherPods(ctx, w.kube, g.spec.Namespace, vmi.UID)
 	if err != nil {
 		return
 	}
-	for _, p := range pods.Items {
+	for _, p := range pods {
 		w.podLogs(ctx, base+".launcher.log", p)
 		if w.nodes.PIDs[p.Spec.NodeName] != 0 {
 			// The launcher pod's netns, from inside its kind node.

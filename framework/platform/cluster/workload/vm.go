@@ -268,11 +268,11 @@ func (w *Workloads) readStatus(ctx context.Context, g *vmGuest) error {
 		}
 	}
 	g.attachment = platform.Attachment{NAD: nad, PodInterface: g.podIface}
-	pods, err := w.kube.Kube.CoreV1().Pods(g.spec.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "kubevirt.io/created-by=" + string(vmi.UID)})
+	pods, err := launcherPods(ctx, w.kube, g.spec.Namespace, vmi.UID)
 	if err != nil {
 		return err
 	}
-	for _, p := range pods.Items {
+	for _, p := range pods {
 		// A migrated VMI has had two launcher pods: its own runs on its node.
 		if p.Spec.NodeName != vmi.Status.NodeName {
 			continue
@@ -426,14 +426,24 @@ func incarnation(ctx context.Context, k *kube.Clients, ns, name string, vmi *kub
 		return uids, nil
 	}
 	uids[vmi.UID] = true
-	pods, err := k.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "kubevirt.io/created-by=" + string(vmi.UID)})
+	pods, err := launcherPods(ctx, k, ns, vmi.UID)
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range pods.Items {
+	for _, p := range pods {
 		uids[p.UID] = true
 	}
 	return uids, nil
+}
+
+// launcherPods are the pods KubeVirt made for a VMI: one, or two while
+// and after it migrates (virt-controller labels each with the VMI's UID).
+func launcherPods(ctx context.Context, k *kube.Clients, ns string, vmiUID types.UID) ([]corev1.Pod, error) {
+	pods, err := k.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "kubevirt.io/created-by=" + string(vmiUID)})
+	if err != nil {
+		return nil, err
+	}
+	return pods.Items, nil
 }
 
 // vmEvents lists the events about a VM, its VMI and its launcher pods,
