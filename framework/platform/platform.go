@@ -13,6 +13,8 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/vishvananda/netlink"
+
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/probe"
@@ -110,38 +112,41 @@ func Own(g Guest) Guest {
 	return g
 }
 
-// Guest is a running VM as seen from inside (its console in a cluster).
+// Guest is a running VM: what it is, where its VLAN frames can be
+// captured, and the suite's way into it. What the suite observes and sends
+// from inside (links, addresses, routes, neighbours, ping, TCP, ARP) is
+// framework/guestnet's, over In: a claim that needs another observation
+// adds a helper there, not a method to every kind of guest.
 type Guest interface {
 	Name() string
 	Node() Node
-	// MAC of the VLAN NIC as the guest sees it (= VMI status in a cluster).
+	// MAC of the VLAN NIC as the platform reports it (the VMI status in a
+	// cluster).
 	MAC() net.HardwareAddr
 	// VLANInterface is the guest's name for its VLAN NIC, found by MAC.
 	VLANInterface() string
-	Addresses(ctx context.Context, iface string) ([]netip.Prefix, error)
-	// LinkMAC is the MAC the guest's own OS reports for an interface it
-	// names (its console's `ip link` in a cluster): an observation apart
-	// from MAC(), which a cluster takes from the VMI status.
-	LinkMAC(ctx context.Context, iface string) (net.HardwareAddr, error)
-	Routes(ctx context.Context) ([]Route, error)
-	MTU(ctx context.Context, iface string) (int, error)
-	Ping(ctx context.Context, dst netip.Addr, opts ...probe.PingOption) (probe.PingResult, error)
-	// ARPProbe asks for ip on the VLAN NIC and returns the MAC that answered.
-	ARPProbe(ctx context.Context, ip netip.Addr, timeout time.Duration) (net.HardwareAddr, error)
-	// AnnounceGARP sends a gratuitous ARP for the guest's VLAN address.
-	AnnounceGARP(ctx context.Context) error
-	// SpoofARP sends one ARP request for target from the VLAN NIC with src
-	// as the frame's source MAC (and the ARP sender's), not the NIC's own.
-	SpoofARP(ctx context.Context, src net.HardwareAddr, target netip.Addr) error
-	Neighbor(ctx context.Context, ip netip.Addr) (evidence.Neighbor, error)
-	// Dial opens a TCP connection to dst within timeout and closes it; a
-	// connection that fails is the result's Err, err a dial never tried.
-	Dial(ctx context.Context, dst netip.AddrPort, timeout time.Duration) (probe.DialResult, error)
 	// VLANPoint is the guest's VLAN NIC as a capture point.
 	VLANPoint() evidence.Point
 	// Attachment is what the CNI plugin handed to the pod for this VLAN.
 	Attachment() Attachment
 	Spec() VMSpec
+	// In is the suite's way into the guest.
+	In() Inside
+}
+
+// Inside is a way into a guest: a network namespace the suite enters
+// (Netns, with a netlink Handle into it: the lab's VM stand-ins, pod
+// workloads), or a Shell in the guest's own OS (a VM's serial console).
+type Inside struct {
+	Netns  string
+	Handle *netlink.Handle
+	Shell  Shell
+}
+
+// Shell runs a command in a guest's OS and returns its output and exit
+// code; err is a command that could not be run or did not end in time.
+type Shell interface {
+	Run(ctx context.Context, cmd string, timeout time.Duration) (out string, code int, err error)
 }
 
 // Attachment records the pod side of a secondary network right after CNI ADD.

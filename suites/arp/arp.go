@@ -37,6 +37,7 @@ import (
 
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/failures"
+	"github.com/cozystack/vlan-conformance/framework/guestnet"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/probe"
 	"github.com/cozystack/vlan-conformance/framework/run"
@@ -257,7 +258,7 @@ func Specs(r *run.Run) {
 			time.Sleep(200 * time.Millisecond) // the outage, on the record
 
 			asked := time.Now()
-			Expect(v.AnnounceGARP(ctx)).To(Succeed())
+			Expect(guestnet.AnnounceGARP(ctx, v)).To(Succeed())
 			// The wait is long, the verdict is not: the entry either flips
 			// (by the announcement or by the gateway's own probing) or the
 			// wait ends; both are then timed from the frame.
@@ -337,12 +338,12 @@ func Specs(r *run.Run) {
 				Expect(after.VLANMAC.String()).To(Equal(rc.newMAC.String()), "the VMI status must report the fresh MAC")
 			}
 			nic := f.Config().Subject().VLANNIC()
-			inGuest, err := v.LinkMAC(ctx, nic)
+			inGuest, err := guestnet.LinkMAC(ctx, v, nic)
 			Expect(err).NotTo(HaveOccurred(), "reading %s's MAC inside the guest", nic)
 			f.Note("inside the guest %s has %s", nic, inGuest)
 			Expect(inGuest.String()).To(Equal(rc.newMAC.String()), "the guest's own %s must carry the fresh MAC", nic)
 			// The gateway learns the MAC from the wire once the guest speaks.
-			res, err := v.Ping(ctx, gw.Address())
+			res, err := guestnet.Ping(ctx, v, gw.Address())
 			Expect(err).NotTo(HaveOccurred())
 			Expect(res.Received).To(BeNumerically(">", 0), "the re-created guest must reach the gateway %s", gw.Address())
 			neigh, err := gw.Neighbor(ctx, v.addr)
@@ -411,7 +412,7 @@ func Specs(r *run.Run) {
 					// source, which every bridge on the VLAN learns from. Whether
 					// the answer reaches this guest or the other is part of the
 					// symptom, not a failure of the probe.
-					got, perr := g.ARPProbe(ctx, gw.Address(), 300*time.Millisecond)
+					got, perr := guestnet.ARPProbe(ctx, g, gw.Address(), 300*time.Millisecond)
 					answers = append(answers, fmt.Sprintf("%s (%s, MAC %s) who-has %s: %s", g.Name(), g.addr, g.MAC(), gw.Address(), answerText(got, perr)))
 					port, err := portOf(ctx, watched, mac)
 					Expect(err).NotTo(HaveOccurred(), "reading the FDB of br100 on %s", watched.Name())

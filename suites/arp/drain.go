@@ -12,6 +12,7 @@ import (
 
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/failures"
+	"github.com/cozystack/vlan-conformance/framework/guestnet"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/probe"
 	"github.com/cozystack/vlan-conformance/suites/framework"
@@ -64,7 +65,7 @@ func drainSpec(f *framework.Framework, booted *fleet, p *platform.Platform, gw *
 		before, err := k.VMStatus(ctx, v)
 		Expect(err).NotTo(HaveOccurred())
 		source := v.Node()
-		addrsBefore, err := v.Addresses(ctx, v.VLANInterface())
+		addrsBefore, err := guestnet.Addresses(ctx, v, v.VLANInterface())
 		Expect(err).NotTo(HaveOccurred())
 		_, err = warmGateway(ctx, *gw, v)
 		skip.IfNotObservable(err)
@@ -89,9 +90,9 @@ func drainSpec(f *framework.Framework, booted *fleet, p *platform.Platform, gw *
 		probes := stream.Stop()
 		after, err := k.VMStatus(ctx, v)
 		Expect(err).NotTo(HaveOccurred())
-		inGuest, err := v.LinkMAC(ctx, nic)
+		inGuest, err := guestnet.LinkMAC(ctx, v, nic)
 		Expect(err).NotTo(HaveOccurred(), "reading %s's MAC inside the migrated guest", nic)
-		addrsAfter, err := v.Addresses(ctx, v.VLANInterface())
+		addrsAfter, err := guestnet.Addresses(ctx, v, v.VLANInterface())
 		Expect(err).NotTo(HaveOccurred())
 		entry, err := (*gw).Neighbor(ctx, v.addr)
 		Expect(err).NotTo(HaveOccurred())

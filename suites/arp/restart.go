@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/cozystack/vlan-conformance/framework/failures"
+	"github.com/cozystack/vlan-conformance/framework/guestnet"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/suites/framework"
 	"github.com/cozystack/vlan-conformance/suites/labels"
@@ -56,7 +57,7 @@ func restartSpec(f *framework.Framework, booted *fleet, p *platform.Platform, gw
 			// ARP-01's: the VMI status, the guest's own link, the gateway.
 			after, err := k.VMStatus(ctx, v)
 			Expect(err).NotTo(HaveOccurred())
-			inGuest, err := v.LinkMAC(ctx, nic)
+			inGuest, err := guestnet.LinkMAC(ctx, v, nic)
 			Expect(err).NotTo(HaveOccurred(), "reading %s's MAC inside the guest", nic)
 			atReady, err := (*gw).Neighbor(ctx, v.addr)
 			Expect(err).NotTo(HaveOccurred())

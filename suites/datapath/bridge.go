@@ -15,6 +15,7 @@ import (
 
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/failures"
+	"github.com/cozystack/vlan-conformance/framework/guestnet"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/probe"
 	"github.com/cozystack/vlan-conformance/framework/run"
@@ -90,7 +91,7 @@ func bridgeSpecs(r *run.Run) {
 
 		// "Attach the VLAN sub-interface to a bridge and point a bridge-type NAD at it."
 		It("[VLAN-01] lets the guest reach the gateway", labels.Claim("VLAN-01"), func(ctx SpecContext) {
-			res, err := guestA.Ping(ctx, gw)
+			res, err := guestnet.Ping(ctx, guestA, gw)
 			Expect(err).NotTo(HaveOccurred())
 			f.Note("guest %s (%s) -> gateway %s: %d/%d echo replies", guestA.Name(), guestA.MAC(), gw, res.Received, res.Sent)
 			Expect(res.Received).To(BeNumerically(">", 0), "guest %s "+failures.ReachesGateway+" %s over VLAN 100", guestA.Name(), gw)
@@ -113,7 +114,7 @@ func bridgeSpecs(r *run.Run) {
 			if guestB == nil {
 				Skip("one node only (vendor mode): no second node to cross the trunk to")
 			}
-			res, err := guestA.Ping(ctx, guestB.Addr.Addr())
+			res, err := guestnet.Ping(ctx, guestA, guestB.Addr.Addr())
 			Expect(err).NotTo(HaveOccurred())
 			f.Note("vm-a on %s -> vm-b on %s: %d/%d echo replies", guestA.Node().Name(), guestB.Node().Name(), res.Received, res.Sent)
 			Expect(res.Received).To(BeNumerically(">", 0), "vm-a on %s must reach vm-b on %s", guestA.Node().Name(), guestB.Node().Name())
@@ -124,7 +125,7 @@ func bridgeSpecs(r *run.Run) {
 			skip.IfUntagged(p, "VLAN-02")
 			vlan := p.Config().VLAN
 			frames := wire.While(ctx, p.Trunk(guestA.Node()), f.Artifact("trunk.pcap"), func() {
-				guestA.Ping(ctx, gw, probe.WithCount(2))
+				guestnet.Ping(ctx, guestA, gw, probe.WithCount(2))
 			})
 			fromGuest := frames.From(guestA.MAC())
 			f.Note("trunk %s: %d frames from the guest MAC %s, %d tagged VLAN %d, %d untagged (trunk.pcap)", p.Trunk(guestA.Node()), len(fromGuest), guestA.MAC(), len(fromGuest.WithVLAN(vlan)), vlan, len(fromGuest.Untagged()))
@@ -141,7 +142,7 @@ func bridgeSpecs(r *run.Run) {
 			Expect(err).NotTo(HaveOccurred())
 			f.Note("node %s (%s) -> guest: %d/%d echo replies", node.Name(), node.Address(), res.Received, res.Sent)
 			Expect(res.Received).To(BeNumerically(">", 0), "node %s (%s) "+failures.ReachesGuest, node.Name(), node.Address())
-			res, err = guestA.Ping(ctx, node.Address().Addr())
+			res, err = guestnet.Ping(ctx, guestA, node.Address().Addr())
 			Expect(err).NotTo(HaveOccurred())
 			f.Note("guest -> node %s: %d/%d echo replies", node.Address().Addr(), res.Received, res.Sent)
 			Expect(res.Received).To(BeNumerically(">", 0), "the guest must reach node %s at %s", node.Name(), node.Address())
@@ -155,7 +156,7 @@ func bridgeSpecs(r *run.Run) {
 			skip.IfNotObservable(err)
 			Expect(err).NotTo(HaveOccurred())
 			DeferCleanup(svc.Close)
-			d, err := guestA.Dial(ctx, svc.Addr(), serviceTimeout)
+			d, err := guestnet.Dial(ctx, guestA, svc.Addr(), serviceTimeout)
 			Expect(err).NotTo(HaveOccurred())
 			f.Note("guest %s -> TCP service %s on %s: connected %v, error %v, after %s; accepted by the service: %v",
 				guestA.Addr.Addr(), svc.Addr(), node.Name(), d.Connected, d.Err, d.Took.Round(time.Millisecond), svc.Accepted())
@@ -172,7 +173,7 @@ func bridgeSpecs(r *run.Run) {
 			Expect(att.Err).NotTo(HaveOccurred(), "the CNI result and the pod interface must both be read for their emptiness to mean anything")
 			Expect(att.CNIResultIPs).To(BeEmpty(), "the CNI result of NAD %s "+failures.CarriesNoIP, att.NAD)
 			Expect(att.PodIPv4).To(BeEmpty(), "pod interface %s must have no IPv4 address after CNI ADD", att.PodInterface)
-			addrs, err := guestA.Addresses(ctx, guestA.VLANInterface())
+			addrs, err := guestnet.Addresses(ctx, guestA, guestA.VLANInterface())
 			Expect(err).NotTo(HaveOccurred())
 			f.Note("guest %s addresses %v", guestA.VLANInterface(), addrs)
 			Expect(addrs).To(ConsistOf(guestA.Addr), "the guest's VLAN NIC must carry exactly the cloud-init address")
@@ -180,7 +181,7 @@ func bridgeSpecs(r *run.Run) {
 
 		// "The /24 address above brings up only the connected route ... it adds no default route."
 		It("[VLAN-07] keeps only the connected route on the VLAN NIC and the default route on the pod NIC", labels.Claim("VLAN-07"), func(ctx SpecContext) {
-			routes, err := guestA.Routes(ctx)
+			routes, err := guestnet.Routes(ctx, guestA)
 			Expect(err).NotTo(HaveOccurred())
 			for _, r := range routes {
 				f.Note("guest route %s via %s dev %s scope %s", r.Dst, r.Gw, r.Iface, r.Scope)
@@ -215,7 +216,7 @@ func bridgeSpecs(r *run.Run) {
 			var leaving evidence.Frames
 			frames := wire.While(ctx, p.Gateway().OtherVLANPoint(), f.Artifact("other-vlan.pcap"), func() {
 				leaving = wire.While(ctx, wire.Egress(p, guestA), f.Artifact("guest-egress.pcap"), func() {
-					_, answer = guestA.ARPProbe(ctx, other, 2*time.Second)
+					_, answer = guestnet.ARPProbe(ctx, guestA, other, 2*time.Second)
 				})
 			})
 			asked := leaving.From(guestA.MAC()).ARPRequestsFor(other)
@@ -253,9 +254,9 @@ func bridgeSpecs(r *run.Run) {
 			}
 
 			By("a guest whose attachment MTU matches the VLAN's")
-			mtu, err := guestA.MTU(ctx, guestA.VLANInterface())
+			mtu, err := guestnet.MTU(ctx, guestA, guestA.VLANInterface())
 			Expect(err).NotTo(HaveOccurred())
-			res, err := guestA.Ping(ctx, gw, probe.WithDontFragment(), probe.WithPayload(mtu-28))
+			res, err := guestnet.Ping(ctx, guestA, gw, probe.WithDontFragment(), probe.WithPayload(mtu-28))
 			Expect(err).NotTo(HaveOccurred())
 			f.Note("guest MTU %d, DF payload %d -> gateway: %d/%d replies", mtu, mtu-28, res.Received, res.Sent)
 			Expect(res.Received).To(BeNumerically(">", 0), "a %d-byte DF packet must pass when the attachment MTU (%d) matches the VLAN", mtu, mtu)
@@ -263,17 +264,17 @@ func bridgeSpecs(r *run.Run) {
 			By(fmt.Sprintf("a guest whose attachment claims 9000 bytes on a %d-byte VLAN", vlanMTU))
 			jumbo, err := jumboVM.Take(ctx)
 			Expect(err).NotTo(HaveOccurred())
-			jmtu, err := jumbo.MTU(ctx, jumbo.VLANInterface())
+			jmtu, err := guestnet.MTU(ctx, jumbo, jumbo.VLANInterface())
 			Expect(err).NotTo(HaveOccurred())
 			Expect(jmtu).To(Equal(9000), "the guest NIC takes the attachment's MTU")
-			res, err = jumbo.Ping(ctx, gw, probe.WithDontFragment(), probe.WithPayload(jmtu-28))
+			res, err = guestnet.Ping(ctx, jumbo, gw, probe.WithDontFragment(), probe.WithPayload(jmtu-28))
 			Expect(err).NotTo(HaveOccurred())
 			f.Note("jumbo guest MTU %d on a %d-byte VLAN, DF payload %d -> gateway: %d/%d replies, send error %v", jmtu, mtu, jmtu-28, res.Received, res.Sent, res.Err)
 			// The drop must happen on the path, not in the guest's own stack.
 			Expect(res.Err).NotTo(HaveOccurred(), "the %d-byte DF packet must leave the guest", jmtu)
 			Expect(res.Sent).To(BeNumerically(">", 0), "the %d-byte DF echo requests must have been sent for their loss to mean anything", jmtu)
 			Expect(res.Received).To(BeZero(), "a %d-byte DF packet "+failures.DroppedOnSmallerPath+" than the attachment's MTU", jmtu)
-			res, err = jumbo.Ping(ctx, gw, probe.WithDontFragment(), probe.WithPayload(vlanMTU-28))
+			res, err = guestnet.Ping(ctx, jumbo, gw, probe.WithDontFragment(), probe.WithPayload(vlanMTU-28))
 			Expect(err).NotTo(HaveOccurred())
 			f.Note("jumbo guest, DF payload %d -> gateway: %d/%d replies", vlanMTU-28, res.Received, res.Sent)
 			Expect(res.Received).To(BeNumerically(">", 0), "the same guest still passes %d-byte frames: the drop is the size", vlanMTU)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/failures"
+	"github.com/cozystack/vlan-conformance/framework/guestnet"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/probe"
 	"github.com/cozystack/vlan-conformance/framework/run"
@@ -67,7 +68,7 @@ func bridgeNameSpecs(r *run.Run) {
 			gw := p.Gateway().Address()
 			var res probe.PingResult
 			onTrunk := wire.While(ctx, p.Trunk(node), f.Artifact("trunk.pcap"), func() {
-				res, err = guest.Ping(ctx, gw, probe.WithCount(3), probe.WithInterval(200*time.Millisecond), probe.WithTimeout(time.Second))
+				res, err = guestnet.Ping(ctx, guest, gw, probe.WithCount(3), probe.WithInterval(200*time.Millisecond), probe.WithTimeout(time.Second))
 			})
 			Expect(err).NotTo(HaveOccurred())
 			f.Note("guest %s -> gateway %s: %d/%d replies, send error %v; frames from the guest on the trunk: %d (trunk.pcap)", guest.Name(), gw, res.Received, res.Sent, res.Err, len(onTrunk.From(guest.MAC())))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/failures"
+	"github.com/cozystack/vlan-conformance/framework/guestnet"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/subject"
 	"github.com/cozystack/vlan-conformance/suites/framework"
@@ -93,7 +94,7 @@ func consumerSpecs(f *framework.Framework) {
 			guest, err := f.StartVM(ctx, platform.VMSpec{Name: "pod-moved", Node: node, Networks: []string{"vlan100"}, Binding: platform.NoBinding})
 			Expect(err).NotTo(HaveOccurred(), "starting pod-moved on %s's new %s", node.Name(), fabric.BridgeName)
 			gw := p.Gateway().Address()
-			res, err := guest.Ping(ctx, gw)
+			res, err := guestnet.Ping(ctx, guest, gw)
 			Expect(err).NotTo(HaveOccurred())
 			f.Note("%s (%s) on %s -> gateway %s: %d/%d echo replies", guest.Name(), guest.MAC(), node.Name(), gw, res.Received, res.Sent)
 			Expect(res.Received).To(BeNumerically(">", 0), "guest %s on the re-provisioned %s must reach the gateway %s", guest.Name(), node.Name(), gw)

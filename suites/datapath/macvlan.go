@@ -11,6 +11,7 @@ import (
 
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/failures"
+	"github.com/cozystack/vlan-conformance/framework/guestnet"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/probe"
 	"github.com/cozystack/vlan-conformance/framework/run"
@@ -74,7 +75,7 @@ func macvlanSpecs(r *run.Run) {
 				parent := wire.Start(node.ParentPoint(), f.Artifact("parent.pcap"))
 				atGuest := wire.Start(guest.VLANPoint(), f.Artifact("guest.pcap"))
 				start := time.Now()
-				res, err := guest.Ping(ctx, gw)
+				res, err := guestnet.Ping(ctx, guest, gw)
 				Expect(err).NotTo(HaveOccurred())
 				onParent, inGuest := wire.Stop(parent), wire.Stop(atGuest)
 				f.Note("guest %s -> gateway %s: %d/%d replies, send error %v; at the guest: %d ARP requests leaving, %d replies arriving; on %s: %d ARP requests from the guest, %d replies to the guest MAC (guest.pcap, parent.pcap)",
@@ -102,7 +103,7 @@ func macvlanSpecs(r *run.Run) {
 				var neigh evidence.Neighbor
 				Eventually(func() (string, error) {
 					var err error
-					neigh, err = guest.Neighbor(ctx, gw)
+					neigh, err = guestnet.Neighbor(ctx, guest, gw)
 					return neigh.State, err
 				}).WithContext(ctx).WithTimeout(time.Until(start.Add(neighFailedBound))).WithPolling(100*time.Millisecond).Should(Equal("FAILED"),
 					"the guest's neighbour entry for %s must turn FAILED within %s of its first unanswered request", gw, neighFailedBound)
@@ -128,7 +129,7 @@ func macvlanSpecs(r *run.Run) {
 				hostAddr := node.Address().Addr()
 
 				By("the child reaches the gateway: its link works")
-				res, err := child.Ping(ctx, gw)
+				res, err := guestnet.Ping(ctx, child, gw)
 				Expect(err).NotTo(HaveOccurred())
 				f.Note("child %s (%s, MAC %s) -> gateway %s: %d/%d replies, send error %v", child.Name(), childAddr, child.MAC(), gw, res.Received, res.Sent, res.Err)
 				Expect(res.Err).NotTo(HaveOccurred())
@@ -150,7 +151,7 @@ func macvlanSpecs(r *run.Run) {
 				Expect(res.Received).To(BeZero(), "node %s (%s) must not reach the macvlan child %s", node.Name(), node.Address(), childAddr)
 
 				By("and the child cannot reach a service on the host's address")
-				res, err = child.Ping(ctx, hostAddr)
+				res, err = guestnet.Ping(ctx, child, hostAddr)
 				Expect(err).NotTo(HaveOccurred())
 				f.Note("child -> node %s: %d/%d replies, send error %v", hostAddr, res.Received, res.Sent, res.Err)
 				Expect(res.Err).NotTo(HaveOccurred(), "every echo request must leave the child")
@@ -169,7 +170,7 @@ func macvlanSpecs(r *run.Run) {
 				By("the child tries to connect: its attempt leaves it, and the service accepts nothing")
 				var d probe.DialResult
 				atChild := wire.While(ctx, child.VLANPoint(), f.Artifact("child.pcap"), func() {
-					d, err = child.Dial(ctx, svc.Addr(), serviceTimeout)
+					d, err = guestnet.Dial(ctx, child, svc.Addr(), serviceTimeout)
 				})
 				Expect(err).NotTo(HaveOccurred())
 				// The attempt leaves as ARP requests for the host, or as a SYN

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/cozystack/vlan-conformance/framework/failures"
+	"github.com/cozystack/vlan-conformance/framework/guestnet"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/probe"
 	"github.com/cozystack/vlan-conformance/framework/run"
@@ -52,7 +53,7 @@ func spoofCheckSpecs(r *run.Run) {
 			By("the guest's own traffic passes: it sends from the MAC its attachment was made with")
 			var res probe.PingResult
 			own := wire.While(ctx, p.Trunk(node), f.Artifact("trunk-own.pcap"), func() {
-				res, err = guest.Ping(ctx, gw, probe.WithCount(3), probe.WithInterval(200*time.Millisecond), probe.WithTimeout(time.Second))
+				res, err = guestnet.Ping(ctx, guest, gw, probe.WithCount(3), probe.WithInterval(200*time.Millisecond), probe.WithTimeout(time.Second))
 			})
 			Expect(err).NotTo(HaveOccurred())
 			f.Note("guest %s (%s) -> gateway %s: %d/%d replies; frames from %s on the trunk: %d (trunk-own.pcap)", guest.Name(), guest.MAC(), gw, res.Received, res.Sent, guest.MAC(), len(own.From(guest.MAC())))
@@ -64,7 +65,7 @@ func spoofCheckSpecs(r *run.Run) {
 			trunk := wire.Start(p.Trunk(node), f.Artifact("trunk-spoofed.pcap"))
 			const sends = 3
 			for i := 0; i < sends && err == nil; i++ {
-				err = guest.SpoofARP(ctx, spoofedMAC, gw)
+				err = guestnet.SpoofARP(ctx, guest, spoofedMAC, gw)
 				time.Sleep(200 * time.Millisecond)
 			}
 			sent, crossed := wire.Stop(leaving), wire.Stop(trunk)

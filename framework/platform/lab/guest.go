@@ -17,6 +17,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/controls"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/gateway"
+	"github.com/cozystack/vlan-conformance/framework/guestnet"
 	"github.com/cozystack/vlan-conformance/framework/nsexec"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/platform/nsguest"
@@ -37,14 +38,14 @@ const (
 
 // guest is a VM in the lab: a virt-launcher pod netns and a guest netns.
 type guest struct {
-	nsguest.Inside // the guest netns, once made
-	lab            *Lab
-	spec           platform.VMSpec
-	node           *node
-	pod, vm        *fabric.Namespace
-	mac            net.HardwareAddr
-	attachment     platform.Attachment
-	cniAtt         []cni.Attachment
+	nsguest.Netns // the guest netns, once made
+	lab           *Lab
+	spec          platform.VMSpec
+	node          *node
+	pod, vm       *fabric.Namespace
+	mac           net.HardwareAddr
+	attachment    platform.Attachment
+	cniAtt        []cni.Attachment
 }
 
 // tenantName is a guest's name in the lab: its tenant (the VM's namespace
@@ -71,7 +72,7 @@ func startGuest(ctx context.Context, l *Lab, spec platform.VMSpec) (_ *guest, er
 	if g.vm, err = fabric.NewNamespace("vm-" + tenantName(spec)); err != nil {
 		return nil, err
 	}
-	g.Inside = nsguest.Inside{Netns: g.vm.Path, Handle: g.vm.Handle, NIC: vlanNIC, Label: "guest " + spec.Name}
+	g.Netns = nsguest.Netns{Path: g.vm.Path, Handle: g.vm.Handle, NIC: vlanNIC, Label: "guest " + spec.Name}
 	vmFd, err := netns.GetFromPath(g.vm.Path)
 	if err != nil {
 		return nil, err
@@ -95,7 +96,7 @@ func startGuest(ctx context.Context, l *Lab, spec platform.VMSpec) (_ *guest, er
 	}
 	switch l.cfg.SelectedControl().GuestUp {
 	case controls.GuestAnnounces:
-		if err := g.Announce(); err != nil {
+		if err := guestnet.GARP(ctx, g); err != nil {
 			return nil, fmt.Errorf("announce at boot: %w", err)
 		}
 		// Let the announcement reach the gateway before the VM counts as up.
@@ -105,7 +106,7 @@ func startGuest(ctx context.Context, l *Lab, spec platform.VMSpec) (_ *guest, er
 		if !ok {
 			return nil, fmt.Errorf("the gateway (%T) is not one the suite runs", l.gw)
 		}
-		addr, err := g.VLANAddr()
+		addr, err := guestnet.VLANAddr(ctx, g)
 		if err != nil {
 			return nil, err
 		}
@@ -156,7 +157,7 @@ func (g *guest) attachPod(ctx context.Context) error {
 	if len(g.spec.Networks) != 1 {
 		return fmt.Errorf("pod %s: the lab attaches exactly one secondary network, got %v", g.spec.Name, g.spec.Networks)
 	}
-	g.Inside = nsguest.Inside{Netns: g.pod.Path, Handle: g.pod.Handle, NIC: vlanNIC, Label: "pod " + g.spec.Name}
+	g.Netns = nsguest.Netns{Path: g.pod.Path, Handle: g.pod.Handle, NIC: vlanNIC, Label: "pod " + g.spec.Name}
 	if err := g.add(ctx, g.spec.Networks[0], vlanNIC); err != nil {
 		return err
 	}
@@ -233,7 +234,7 @@ func (g *guest) readAttachment(nad, ifName string, ips []netip.Prefix) (platform
 		return a, err
 	}
 	for _, ad := range addrs {
-		a.PodIPv4 = append(a.PodIPv4, nsguest.PrefixOf(ad.IPNet))
+		a.PodIPv4 = append(a.PodIPv4, guestnet.PrefixOf(ad.IPNet))
 	}
 	return a, nil
 }
@@ -261,15 +262,18 @@ func (g *guest) MAC() net.HardwareAddr           { return g.mac }
 func (g *guest) Attachment() platform.Attachment { return g.attachment }
 func (g *guest) Spec() platform.VMSpec           { return g.spec }
 
-func (g *guest) AnnounceGARP(_ context.Context) error {
+// AnnounceGARP is the guest's own (guestnet.Announcer), except under the
+// control that keeps it silent.
+func (g *guest) AnnounceGARP(ctx context.Context) error {
 	if subjectFor(g.lab.cfg).silentGuest {
 		return nil
 	}
-	return g.Announce()
+	return guestnet.GARP(ctx, g)
 }
 
-// ARPProbe is the guest's own, except under the control whose probe cannot
-// leave: the VLAN NIC is down while it runs (the send fails with ENETDOWN).
+// ARPProbe is the guest's own (guestnet.Prober), except under the control
+// whose probe cannot leave: the VLAN NIC is down while it runs (the send
+// fails with ENETDOWN).
 func (g *guest) ARPProbe(ctx context.Context, ip netip.Addr, timeout time.Duration) (net.HardwareAddr, error) {
 	if subjectFor(g.lab.cfg).probeCannotLeave {
 		l, err := g.Handle.LinkByName(g.NIC)
@@ -281,5 +285,5 @@ func (g *guest) ARPProbe(ctx context.Context, ip netip.Addr, timeout time.Durati
 		}
 		defer g.Handle.LinkSetUp(l)
 	}
-	return g.Inside.ARPProbe(ctx, ip, timeout)
+	return guestnet.WhoHas(ctx, g, ip, timeout)
 }

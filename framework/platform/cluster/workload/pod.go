@@ -20,6 +20,7 @@ import (
 
 	"github.com/cozystack/vlan-conformance/framework/cloudinit"
 	"github.com/cozystack/vlan-conformance/framework/evidence"
+	"github.com/cozystack/vlan-conformance/framework/guestnet"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/node"
@@ -46,7 +47,7 @@ const podVLANNIC = "enp2s0"
 
 // podGuest is a pod on the VLAN, seen from inside its network namespace.
 type podGuest struct {
-	nsguest.Inside
+	nsguest.Netns
 	spec       platform.VMSpec
 	node       platform.Node
 	uid        string
@@ -54,12 +55,11 @@ type podGuest struct {
 	attachment platform.Attachment
 }
 
-func (g *podGuest) Name() string                         { return g.spec.Name }
-func (g *podGuest) Node() platform.Node                  { return g.node }
-func (g *podGuest) MAC() net.HardwareAddr                { return g.mac }
-func (g *podGuest) Attachment() platform.Attachment      { return g.attachment }
-func (g *podGuest) Spec() platform.VMSpec                { return g.spec }
-func (g *podGuest) AnnounceGARP(_ context.Context) error { return g.Announce() }
+func (g *podGuest) Name() string                    { return g.spec.Name }
+func (g *podGuest) Node() platform.Node             { return g.node }
+func (g *podGuest) MAC() net.HardwareAddr           { return g.mac }
+func (g *podGuest) Attachment() platform.Attachment { return g.attachment }
+func (g *podGuest) Spec() platform.VMSpec           { return g.spec }
 
 // podName is the pod a VMSpec becomes.
 func podName(app string) string { return "pod-" + app }
@@ -227,7 +227,7 @@ func (w *Workloads) startPod(ctx context.Context, spec platform.VMSpec) (platfor
 	if err != nil {
 		return nil, err
 	}
-	g.Inside = nsguest.Inside{Netns: path, Handle: h, NIC: podVLANNIC, Label: "pod " + pod.Name}
+	g.Netns = nsguest.Netns{Path: path, Handle: h, NIC: podVLANNIC, Label: "pod " + pod.Name}
 	if len(spec.Networks) > 0 {
 		nad := spec.Networks[0]
 		g.attachment = platform.Attachment{NAD: nad, PodInterface: podVLANNIC}
@@ -237,7 +237,7 @@ func (w *Workloads) startPod(ctx context.Context, spec platform.VMSpec) (platfor
 			return nil, fmt.Errorf("pod %s/%s: Multus left no %s: %w", spec.Namespace, pod.Name, podVLANNIC, err)
 		}
 		g.mac = l.Attrs().HardwareAddr
-		if g.attachment.PodIPv4, err = g.Addresses(ctx, podVLANNIC); err != nil {
+		if g.attachment.PodIPv4, err = guestnet.Addresses(ctx, g, podVLANNIC); err != nil {
 			return nil, err
 		}
 		if err := cloudinit.Apply(h, spec.CloudInit); err != nil {
@@ -315,7 +315,7 @@ func launcherIPv4(uid, iface string) ([]netip.Prefix, error) {
 			return nil, err
 		}
 		for _, a := range addrs {
-			out = append(out, nsguest.PrefixOf(a.IPNet))
+			out = append(out, guestnet.PrefixOf(a.IPNet))
 		}
 	}
 	if !found {

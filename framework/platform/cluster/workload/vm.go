@@ -20,6 +20,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/controls"
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/gateway"
+	"github.com/cozystack/vlan-conformance/framework/guestnet"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/console"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
@@ -114,14 +115,14 @@ func (w *Workloads) attach(ctx context.Context, spec platform.VMSpec, boot *time
 	}
 	boot.CloudInit = time.Now()
 	if len(spec.Networks) > 0 {
-		out, err := g.must(ctx, "ip -o link")
-		if err != nil {
-			return nil, err
+		out, code, err := g.con.Run(ctx, "ip -o link", 30*time.Second)
+		if err != nil || code != 0 {
+			return nil, fmt.Errorf("guest %s: ip -o link (exit %d): %v: %s", spec.Name, code, err, strings.TrimSpace(out))
 		}
 		if g.vlanIface, err = ifaceByMAC(out, g.status.VLANMAC); err != nil {
 			return nil, fmt.Errorf("guest %s: %w", spec.Name, err)
 		}
-		if err := g.installARPTool(ctx); err != nil {
+		if err := guestnet.InstallTools(ctx, g); err != nil {
 			return nil, err
 		}
 		if err := w.asGuestComesUp(ctx, g); err != nil {
@@ -227,13 +228,13 @@ func newVMI(k *kube.Clients, timeouts map[string]time.Duration, ns, name string,
 func (w *Workloads) asGuestComesUp(ctx context.Context, g *vmGuest) error {
 	switch w.cfg.SelectedControl().GuestUp {
 	case controls.GuestAnnounces:
-		return g.AnnounceGARP(ctx)
+		return guestnet.AnnounceGARP(ctx, g)
 	case controls.GatewayResolves:
 		gw, ok := (*w.gw).(*gateway.Netns)
 		if !ok {
 			return fmt.Errorf("the gateway (%T) is not one the suite runs", *w.gw)
 		}
-		addr, err := g.vlanAddr(ctx)
+		addr, err := guestnet.VLANAddr(ctx, g)
 		if err != nil {
 			return err
 		}
