@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -216,13 +217,52 @@ func writeBoots(b *strings.Builder, boots []timeline.Boot, vms bool) {
 		}
 		return fmt.Sprintf("%.1f", s)
 	}
-	sum := 0.0
 	b.WriteString("| VM | kind | began at (s) | VMI Ready | logged in | cloud-init done |\n|---|---|---|---|---|---|\n")
 	for _, bt := range boots {
 		fmt.Fprintf(b, "| %s | %s | %.0f | %s | %s | %s |\n", cell(bt.VM), bt.Kind, bt.At, stage(bt.VMI), stage(bt.Login), stage(bt.CloudInit))
+	}
+	fmt.Fprintf(b, "\nSum of boot time: %s.\n", bootTime(boots, slots))
+}
+
+// slots is how many guests the suite boots at once on this machine (the
+// cluster's workloads: one per core, workload.StartsSideBySide).
+var slots = runtime.NumCPU()
+
+// bootTime sums the boots' times (each to the last stage it reached) and
+// says what they alone take of the lane at most slots at a time: under
+// TCG a boot keeps a core busy, so the lane cannot end sooner than that
+// however its specs are ordered; the rest of it is what specs do between
+// boots.
+func bootTime(boots []timeline.Boot, slots int) string {
+	sum := 0.0
+	for _, bt := range boots {
 		sum += bt.Took()
 	}
-	fmt.Fprintf(b, "\nSum of boot time: %.1f s over %d boots (each to the last stage it reached).\n", sum, len(boots))
+	return fmt.Sprintf("%.1f s over %d boots (each to the last stage it reached); at most %d at once, the boots alone take at least %.0f s of the lane", sum, len(boots), slots, sum/float64(max(slots, 1)))
+}
+
+// laneFigures is a VM lane's figures from its timeline, in one line for
+// a soak's list of runs: when its specs were done against the lane's
+// goal, the first login after KubeVirt, the re-creations, the boots.
+func laneFigures(tl timeline.Run, slots int) string {
+	marks := tl.Milestones()
+	var parts []string
+	if s, ok := marks[timeline.Lane]; ok {
+		parts = append(parts, fmt.Sprintf("specs done at %.0f s (goal for the VM lane ≤ %s: %s)", s, span(goalVMLane), met(s <= goalVMLane.Seconds())))
+	} else {
+		parts = append(parts, "its specs never ended")
+	}
+	if k, ok := marks[timeline.KubeVirt]; ok {
+		if l, ok := marks[timeline.Login]; ok {
+			parts = append(parts, fmt.Sprintf("first login %.0f s after KubeVirt (goal ≤ %s: %s)", l-k, span(goalLogin), met(l-k <= goalLogin.Seconds())))
+		}
+	}
+	rows := recreations(tl.Boots, true)
+	parts = append(parts, fmt.Sprintf("re-created VMs: median %s, slowest %s (goal ≤ %s)", rows[1][1], rows[0][1], span(goalRecreate)))
+	if len(tl.Boots) > 0 {
+		parts = append(parts, bootTime(tl.Boots, slots))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // cell keeps a table cell's text from ending the cell.

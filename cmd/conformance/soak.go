@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/timeline"
 	"github.com/cozystack/vlan-conformance/framework/report"
 )
 
@@ -50,6 +52,13 @@ func (d *driver) soak(ctx context.Context) int {
 			line += ", no JUnit: every spec counts as failed"
 			for _, s := range stats {
 				s.Failed++
+			}
+		}
+		// A VM lane's figures against the goals, run by run: how far apart
+		// the same lane lands on one machine.
+		if d.cfg.Tier == "cluster" && d.cfg.Cluster.Workload == "vm" {
+			if tl, err := timeline.ReadFile(filepath.Join(dir, cluster.TimelineFile)); err == nil {
+				line += "; " + laneFigures(tl, slots)
 			}
 		}
 		fmt.Println("soak:", line)
