@@ -17,6 +17,7 @@ import (
 
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/evidence"
+	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/probe"
 	"github.com/cozystack/vlan-conformance/framework/stager"
 )
@@ -48,7 +49,9 @@ type Platform interface {
 }
 
 // Node is a Kubernetes node: a netns in the lab, a kind node container or a
-// real machine in a cluster.
+// real machine in a cluster. What the suite observes and does in its
+// network namespace (ping, a TCP service, br100's FDB, its bridges, step 1
+// redone) is framework/nodenet's, over Step1.
 type Node interface {
 	Name() string
 	// CNIBinDir is the node's /opt/cni/bin as the CNI runtime sees it.
@@ -58,26 +61,12 @@ type Node interface {
 	Address() netip.Prefix
 	// ParentPoint is the VLAN sub-interface (uplink.100) on the node.
 	ParentPoint() evidence.Point
-	Ping(ctx context.Context, dst netip.Addr, opts ...probe.PingOption) (probe.PingResult, error)
 	// WithoutPlugin removes a plugin from the node's CNIBinDir until restore.
 	WithoutPlugin(ctx context.Context, plugin string) (restore func() error, err error)
-	// BridgeFDB reads the forwarding database of the node's VLAN bridge
-	// (br100): which port each MAC was learned on (ARP-06).
-	BridgeFDB(ctx context.Context) ([]evidence.FDBEntry, error)
-	// Bridges lists the node's bridges and the ports of each (VLAN-14: a
-	// NAD naming another bridge makes one of its own).
-	Bridges(ctx context.Context) (map[string][]string, error)
-	// DeleteBridge removes a bridge a spec caused (the bridge plugin makes
-	// one a NAD names and never removes it).
-	DeleteBridge(ctx context.Context, name string) error
-	// BridgeParent redoes step 1 on a node provisioned for macvlan, as
-	// netplan apply does: br100 over its VLAN sub-interface, its address
-	// on br100 (VLAN-13). A refused enslave leaves the node as it was and
-	// wraps the kernel's errno; undo returns the node to macvlan.
-	BridgeParent(ctx context.Context) (undo func() error, err error)
-	// Serve offers a TCP service on the node's VLAN address (VLAN-04/05:
-	// "a host-side service on the parent IP").
-	Serve(ctx context.Context) (probe.Service, error)
+	// Step1 is the node's network namespace as the guide's step 1 cabled
+	// it: the suite's way into the node. nil where the suite cannot enter
+	// it (an existing cluster's node).
+	Step1() *fabric.NodeNetns
 }
 
 // Gateway is the upstream router on the VLAN.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cozystack/vlan-conformance/framework/nodenet"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 )
 
@@ -20,7 +21,7 @@ type fdbSample struct {
 
 // portOf reads which port of the node's bridge a MAC sits behind.
 func portOf(ctx context.Context, n platform.Node, mac net.HardwareAddr) (string, error) {
-	fdb, err := n.BridgeFDB(ctx)
+	fdb, err := nodenet.BridgeFDB(ctx, n)
 	if err != nil {
 		return "", err
 	}

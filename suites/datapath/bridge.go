@@ -16,6 +16,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/guestnet"
+	"github.com/cozystack/vlan-conformance/framework/nodenet"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/probe"
 	"github.com/cozystack/vlan-conformance/framework/run"
@@ -137,7 +138,7 @@ func bridgeSpecs(r *run.Run) {
 		// "...the host can carry an address on the bridge itself to talk to the VMs."
 		It("[VLAN-05] lets the node's bridge address and the guest reach each other", labels.Claim("VLAN-05"), func(ctx SpecContext) {
 			node := guestA.Node()
-			res, err := node.Ping(ctx, guestA.Addr.Addr())
+			res, err := nodenet.Ping(ctx, node, guestA.Addr.Addr())
 			skip.IfNotObservable(err)
 			Expect(err).NotTo(HaveOccurred())
 			f.Note("node %s (%s) -> guest: %d/%d echo replies", node.Name(), node.Address(), res.Received, res.Sent)
@@ -152,7 +153,7 @@ func bridgeSpecs(r *run.Run) {
 		// useful [...] for any host-side service the VMs must reach)".
 		It("[VLAN-05] lets the guest connect to a TCP service on the node's bridge address", labels.Claim("VLAN-05"), func(ctx SpecContext) {
 			node := guestA.Node()
-			svc, err := node.Serve(ctx)
+			svc, err := nodenet.Serve(ctx, node)
 			skip.IfNotObservable(err)
 			Expect(err).NotTo(HaveOccurred())
 			DeferCleanup(svc.Close)

@@ -9,6 +9,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/guestnet"
+	"github.com/cozystack/vlan-conformance/framework/nodenet"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/probe"
 	"github.com/cozystack/vlan-conformance/framework/run"
@@ -37,16 +38,16 @@ func bridgeNameSpecs(r *run.Run) {
 			p, err := f.Platform(ctx)
 			Expect(err).NotTo(HaveOccurred(), "building the platform")
 			node := p.BridgeNodes()[0]
-			before, err := node.Bridges(ctx)
+			before, err := nodenet.Bridges(ctx, node)
 			skip.IfNotObservable(err)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(before).NotTo(HaveKey(wrongBridge), "%s must not be on %s before the spec", wrongBridge, node.Name())
 			// The bridge plugin makes the bridge a NAD names and never
 			// removes it: the spec does, once its VM is gone.
 			DeferCleanup(func(ctx SpecContext) {
-				if now, err := node.Bridges(ctx); err == nil {
+				if now, err := nodenet.Bridges(ctx, node); err == nil {
 					if _, ok := now[wrongBridge]; ok {
-						Expect(node.DeleteBridge(ctx, wrongBridge)).To(Succeed())
+						Expect(nodenet.DeleteBridge(ctx, node, wrongBridge)).To(Succeed())
 					}
 				}
 			})
@@ -57,7 +58,7 @@ func bridgeNameSpecs(r *run.Run) {
 			Expect(err).NotTo(HaveOccurred(), "the attachment succeeds: nothing reports the bridge name")
 
 			By("the bridge plugin made " + wrongBridge + ", the pod's interface its only port, none of br100's")
-			after, err := node.Bridges(ctx)
+			after, err := nodenet.Bridges(ctx, node)
 			Expect(err).NotTo(HaveOccurred())
 			f.Note("bridges on %s before the VM: %v; after: %v", node.Name(), before, after)
 			Expect(after).To(HaveKey(wrongBridge), failures.NewBridgeMade+" %s on %s for the NAD: %v", wrongBridge, node.Name(), after)

@@ -11,6 +11,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/guestnet"
+	"github.com/cozystack/vlan-conformance/framework/nodenet"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/subject"
 	"github.com/cozystack/vlan-conformance/suites/framework"
@@ -60,7 +61,7 @@ func consumerSpecs(f *framework.Framework) {
 			Expect(err).NotTo(HaveOccurred(), "starting pod-consumer with a macvlan attachment")
 
 			By("step 1 while it runs: the kernel refuses to enslave " + parent)
-			undo, err := node.BridgeParent(ctx)
+			undo, err := nodenet.BridgeParent(ctx, node)
 			skip.IfNotObservable(err)
 			if err == nil {
 				// Put the node back before failing, for the specs after this one.
@@ -68,7 +69,7 @@ func consumerSpecs(f *framework.Framework) {
 			}
 			f.Note("enslaving %s to %s on %s with pod-consumer running: %v", parent, fabric.BridgeName, node.Name(), err)
 			Expect(err).To(MatchError(syscall.EBUSY), "the kernel "+failures.RefusesToEnslave+" %s while the macvlan consumer holds it", parent)
-			bridges, err := node.Bridges(ctx)
+			bridges, err := nodenet.Bridges(ctx, node)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(bridges).NotTo(HaveKey(fabric.BridgeName), "a refused step 1 must leave no %s behind: %v", fabric.BridgeName, bridges)
 
@@ -79,13 +80,13 @@ func consumerSpecs(f *framework.Framework) {
 			// refused try leaves the node as it was.
 			gone := time.Now()
 			Eventually(func() error {
-				undo, err = node.BridgeParent(ctx)
+				undo, err = nodenet.BridgeParent(ctx, node)
 				return err
 			}).WithContext(ctx).WithTimeout(releaseBound).WithPolling(time.Second).Should(Succeed(),
 				"with the consumer gone, %s must be enslaved to %s within %s", parent, fabric.BridgeName, releaseBound)
 			f.Note("step 1 succeeded %s after pod-consumer was deleted", time.Since(gone).Round(100*time.Millisecond))
 			DeferCleanup(func() { Expect(undo()).To(Succeed(), "returning %s to its macvlan wiring", node.Name()) })
-			bridges, err = node.Bridges(ctx)
+			bridges, err = nodenet.Bridges(ctx, node)
 			Expect(err).NotTo(HaveOccurred())
 			f.Note("bridges on %s after step 1: %v", node.Name(), bridges)
 			Expect(bridges[fabric.BridgeName]).To(ConsistOf(parent), "%s's one port must be %s", fabric.BridgeName, parent)

@@ -12,6 +12,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/guestnet"
+	"github.com/cozystack/vlan-conformance/framework/nodenet"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/probe"
 	"github.com/cozystack/vlan-conformance/framework/run"
@@ -138,7 +139,7 @@ func macvlanSpecs(r *run.Run) {
 				By("the parent's ARP requests for the child leave it and never reach the child")
 				onParent := wire.Start(node.ParentPoint(), f.Artifact("parent.pcap"))
 				atChild := wire.Start(child.VLANPoint(), f.Artifact("child.pcap"))
-				res, err = node.Ping(ctx, childAddr)
+				res, err = nodenet.Ping(ctx, node, childAddr)
 				Expect(err).NotTo(HaveOccurred())
 				fromHost, atChildFrames := wire.Stop(onParent).ARPSentBy(hostAddr).ARPRequestsFor(childAddr), wire.Stop(atChild)
 				reached := atChildFrames.ARPSentBy(hostAddr)
@@ -161,7 +162,7 @@ func macvlanSpecs(r *run.Run) {
 
 			// "...so a host-side service on the parent IP is unreachable from the VMs."
 			It("[VLAN-04] keeps a TCP service on the parent's address out of the child's reach", labels.Claim("VLAN-04"), func(ctx SpecContext) {
-				svc, err := node.Serve(ctx)
+				svc, err := nodenet.Serve(ctx, node)
 				skip.IfNotObservable(err)
 				Expect(err).NotTo(HaveOccurred())
 				DeferCleanup(svc.Close)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
-	"github.com/cozystack/vlan-conformance/framework/probe"
 )
 
 // node is a lab node: a netns from the fabric plus its own /opt/cni/bin (a
@@ -49,10 +48,6 @@ func (n *node) ParentPoint() evidence.Point {
 	return evidence.Point{Netns: n.fab.Netns, Iface: n.fab.Parent, Label: n.fab.Parent + " on " + n.Name()}
 }
 
-func (n *node) Ping(ctx context.Context, dst netip.Addr, opts ...probe.PingOption) (probe.PingResult, error) {
-	return probe.Ping(ctx, n.fab.Netns, dst, opts...)
-}
-
 func (n *node) WithoutPlugin(_ context.Context, plugin string) (func() error, error) {
 	if subjectFor(n.lab.cfg).keepPlugins {
 		return func() error { return nil }, nil
@@ -68,27 +63,5 @@ func (n *node) WithoutPlugin(_ context.Context, plugin string) (func() error, er
 	return func() error { return os.Symlink(target, p) }, nil
 }
 
-// BridgeFDB lists what br100 has learned or owns, per port.
-func (n *node) BridgeFDB(_ context.Context) ([]evidence.FDBEntry, error) {
-	out, err := evidence.ReadBridgeFDB(n.fab.Handle, fabric.BridgeName)
-	if err != nil {
-		return nil, fmt.Errorf("node %s: %w", n.Name(), err)
-	}
-	return out, nil
-}
-
-func (n *node) Bridges(_ context.Context) (map[string][]string, error) {
-	return evidence.ReadBridges(n.fab.Handle)
-}
-
-func (n *node) DeleteBridge(_ context.Context, name string) error {
-	return fabric.DeleteBridge(n.fab.Handle, n.Name(), name)
-}
-
-func (n *node) BridgeParent(context.Context) (func() error, error) {
-	return fabric.BridgeParent(n.fab)
-}
-
-func (n *node) Serve(context.Context) (probe.Service, error) {
-	return probe.Serve(n.fab.Netns, n.Address().Addr())
-}
+// Step1 is the node's netns as the fabric cabled it.
+func (n *node) Step1() *fabric.NodeNetns { return n.fab }

@@ -72,7 +72,7 @@ func TestCablingNodeContainers(t *testing.T) {
 		t.Fatalf("cabling nodes that are cabled already: %v", err)
 	}
 	for i, n := range nodes.Bridge {
-		h := n.Fabric().Handle
+		h := n.Step1().Handle
 		sub, err := h.LinkByName("uplink.100")
 		if err != nil {
 			t.Fatalf("%s: %v", n.Name(), err)

@@ -14,7 +14,6 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/platform"
-	"github.com/cozystack/vlan-conformance/framework/probe"
 )
 
 // Node is the cluster tier's platform.Node: a kind node container reached
@@ -67,13 +66,6 @@ func (n *Node) ParentPoint() evidence.Point {
 	return evidence.Point{Netns: n.NetnsPath(), Iface: n.fab.Parent, Label: n.fab.Parent + " on " + n.name}
 }
 
-func (n *Node) Ping(ctx context.Context, dst netip.Addr, opts ...probe.PingOption) (probe.PingResult, error) {
-	if n.pid == 0 {
-		return probe.PingResult{}, n.notObservable("ping")
-	}
-	return probe.Ping(ctx, n.NetnsPath(), dst, opts...)
-}
-
 // WithoutPlugin hides a plugin of the node's /opt/cni/bin under another
 // name in the same directory until restore.
 func (n *Node) WithoutPlugin(_ context.Context, plugin string) (func() error, error) {
@@ -88,45 +80,5 @@ func (n *Node) WithoutPlugin(_ context.Context, plugin string) (func() error, er
 	return func() error { return os.Rename(hidden, p) }, nil
 }
 
-// BridgeFDB lists what br100 has learned or owns, per port.
-func (n *Node) BridgeFDB(_ context.Context) ([]evidence.FDBEntry, error) {
-	if n.pid == 0 {
-		return nil, n.notObservable("the bridge FDB")
-	}
-	out, err := evidence.ReadBridgeFDB(n.fab.Handle, fabric.BridgeName)
-	if err != nil {
-		return nil, fmt.Errorf("node %s: %w", n.name, err)
-	}
-	return out, nil
-}
-
-func (n *Node) Bridges(_ context.Context) (map[string][]string, error) {
-	if n.pid == 0 {
-		return nil, n.notObservable("the bridges")
-	}
-	return evidence.ReadBridges(n.fab.Handle)
-}
-
-func (n *Node) DeleteBridge(_ context.Context, name string) error {
-	if n.pid == 0 {
-		return n.notObservable("deleting a bridge")
-	}
-	return fabric.DeleteBridge(n.fab.Handle, n.name, name)
-}
-
-func (n *Node) BridgeParent(context.Context) (func() error, error) {
-	if n.pid == 0 {
-		return nil, n.notObservable("redoing step 1")
-	}
-	return fabric.BridgeParent(n.fab)
-}
-
-func (n *Node) Serve(context.Context) (probe.Service, error) {
-	if n.pid == 0 {
-		return nil, n.notObservable("a TCP service")
-	}
-	return probe.Serve(n.NetnsPath(), n.addr.Addr())
-}
-
-// Fabric is the guide's step 1 in the node (nil on an existing cluster).
-func (n *Node) Fabric() *fabric.NodeNetns { return n.fab }
+// Step1 is the guide's step 1 in the node (nil on an existing cluster).
+func (n *Node) Step1() *fabric.NodeNetns { return n.fab }

@@ -1,0 +1,92 @@
+// Package nodenet is what the suite observes and does in a node's network
+// namespace as the guide's step 1 cabled it (platform.Node.Step1): ping
+// from the node, a TCP service on its VLAN address, br100's forwarding
+// database, the node's bridges, a bridge a spec caused deleted, step 1
+// redone on a node provisioned for macvlan. One implementation for the
+// lab's nodes and a kind cluster's, which are both such a namespace; a
+// node the suite cannot enter (an existing cluster's) answers
+// evidence.ErrNotObservable.
+package nodenet
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+
+	"github.com/cozystack/vlan-conformance/framework/evidence"
+	"github.com/cozystack/vlan-conformance/framework/fabric"
+	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/probe"
+)
+
+// in is the node's namespace, or why the suite cannot observe what in it.
+func in(n platform.Node, what string) (*fabric.NodeNetns, error) {
+	if nn := n.Step1(); nn != nil {
+		return nn, nil
+	}
+	return nil, fmt.Errorf("%s on node %s of an existing cluster: %w", what, n.Name(), evidence.ErrNotObservable)
+}
+
+// Ping pings dst from the node.
+func Ping(ctx context.Context, n platform.Node, dst netip.Addr, opts ...probe.PingOption) (probe.PingResult, error) {
+	nn, err := in(n, "ping")
+	if err != nil {
+		return probe.PingResult{}, err
+	}
+	return probe.Ping(ctx, nn.Netns, dst, opts...)
+}
+
+// Serve offers a TCP service on the node's VLAN address (VLAN-04/05: "a
+// host-side service on the parent IP").
+func Serve(_ context.Context, n platform.Node) (probe.Service, error) {
+	nn, err := in(n, "a TCP service")
+	if err != nil {
+		return nil, err
+	}
+	return probe.Serve(nn.Netns, n.Address().Addr())
+}
+
+// BridgeFDB reads what br100 has learned or owns, per port (ARP-06, ARP-08).
+func BridgeFDB(_ context.Context, n platform.Node) ([]evidence.FDBEntry, error) {
+	nn, err := in(n, "the bridge FDB")
+	if err != nil {
+		return nil, err
+	}
+	out, err := evidence.ReadBridgeFDB(nn.Handle, fabric.BridgeName)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", n.Name(), err)
+	}
+	return out, nil
+}
+
+// Bridges lists the node's bridges and the ports of each (VLAN-14: a NAD
+// naming another bridge makes one of its own).
+func Bridges(_ context.Context, n platform.Node) (map[string][]string, error) {
+	nn, err := in(n, "the bridges")
+	if err != nil {
+		return nil, err
+	}
+	return evidence.ReadBridges(nn.Handle)
+}
+
+// DeleteBridge removes a bridge a spec caused (the bridge plugin makes one
+// a NAD names and never removes it).
+func DeleteBridge(_ context.Context, n platform.Node, name string) error {
+	nn, err := in(n, "deleting a bridge")
+	if err != nil {
+		return err
+	}
+	return fabric.DeleteBridge(nn.Handle, n.Name(), name)
+}
+
+// BridgeParent redoes step 1 on a node provisioned for macvlan, as netplan
+// apply does: br100 over its VLAN sub-interface, its address on br100
+// (VLAN-13). A refused enslave leaves the node as it was and wraps the
+// kernel's errno; undo returns the node to macvlan.
+func BridgeParent(_ context.Context, n platform.Node) (undo func() error, err error) {
+	nn, err := in(n, "redoing step 1")
+	if err != nil {
+		return nil, err
+	}
+	return fabric.BridgeParent(nn)
+}
