@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -132,7 +131,7 @@ func renderBenchCluster(r benchClusterRun) string {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", row[0], row[1], row[2])
 	}
 	writeSpecTimes(&b, r.Specs)
-	writeBoots(&b, r.Timeline.Boots, vms)
+	writeBoots(&b, r.Timeline, vms)
 	return b.String()
 }
 
@@ -199,7 +198,8 @@ func writeSpecTimes(b *strings.Builder, cases []report.TestCase) {
 
 // writeBoots is the table of every VM boot in the order they began, and
 // the sum of their times.
-func writeBoots(b *strings.Builder, boots []timeline.Boot, vms bool) {
+func writeBoots(b *strings.Builder, tl timeline.Run, vms bool) {
+	boots := tl.Boots
 	b.WriteString("\n## VM boots (seconds from the create; a re-creation's from its delete, a restart's from its request)\n\n")
 	if len(boots) == 0 {
 		if vms {
@@ -221,15 +221,12 @@ func writeBoots(b *strings.Builder, boots []timeline.Boot, vms bool) {
 	for _, bt := range boots {
 		fmt.Fprintf(b, "| %s | %s | %.0f | %s | %s | %s |\n", cell(bt.VM), bt.Kind, bt.At, stage(bt.VMI), stage(bt.Login), stage(bt.CloudInit))
 	}
-	fmt.Fprintf(b, "\nSum of boot time: %s.\n", bootTime(boots, slots))
+	fmt.Fprintf(b, "\nSum of boot time: %s.\n", bootTime(boots, tl.SideBySide))
 }
 
-// slots is how many guests the suite boots at once on this machine (the
-// cluster's workloads: one per core, workload.StartsSideBySide).
-var slots = runtime.NumCPU()
-
 // bootTime sums the boots' times (each to the last stage it reached) and
-// says what they alone take of the lane at most slots at a time: under
+// says what they alone take of the lane at most slots at a time (as the
+// run recorded it; 0 from a run that did not): under
 // TCG a boot keeps a core busy, so the lane cannot end sooner than that
 // however its specs are ordered; the rest of it is what specs do between
 // boots.
@@ -238,13 +235,17 @@ func bootTime(boots []timeline.Boot, slots int) string {
 	for _, bt := range boots {
 		sum += bt.Took()
 	}
-	return fmt.Sprintf("%.1f s over %d boots (each to the last stage it reached); at most %d at once, the boots alone take at least %.0f s of the lane", sum, len(boots), slots, sum/float64(max(slots, 1)))
+	text := fmt.Sprintf("%.1f s over %d boots (each to the last stage it reached)", sum, len(boots))
+	if slots == 0 {
+		return text + "; how many booted at once was not recorded"
+	}
+	return text + fmt.Sprintf("; at most %d at once, the boots alone take at least %.0f s of the lane", slots, sum/float64(slots))
 }
 
 // laneFigures is a VM lane's figures from its timeline, in one line for
 // a soak's list of runs: when its specs were done against the lane's
 // goal, the first login after KubeVirt, the re-creations, the boots.
-func laneFigures(tl timeline.Run, slots int) string {
+func laneFigures(tl timeline.Run) string {
 	marks := tl.Milestones()
 	var parts []string
 	if s, ok := marks[timeline.Lane]; ok {
@@ -260,7 +261,7 @@ func laneFigures(tl timeline.Run, slots int) string {
 	rows := recreations(tl.Boots, true)
 	parts = append(parts, fmt.Sprintf("re-created VMs: median %s, slowest %s (goal ≤ %s)", rows[1][1], rows[0][1], span(goalRecreate)))
 	if len(tl.Boots) > 0 {
-		parts = append(parts, bootTime(tl.Boots, slots))
+		parts = append(parts, bootTime(tl.Boots, tl.SideBySide))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -58,7 +58,7 @@ func (d *driver) soak(ctx context.Context) int {
 		// the same lane lands on one machine.
 		if d.cfg.Tier == "cluster" && d.cfg.Cluster.Workload == "vm" {
 			if tl, err := timeline.ReadFile(filepath.Join(dir, cluster.TimelineFile)); err == nil {
-				line += "; " + laneFigures(tl, slots)
+				line += "; " + laneFigures(tl)
 			}
 		}
 		fmt.Println("soak:", line)

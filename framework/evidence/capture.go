@@ -46,6 +46,12 @@ func (p Point) String() string {
 // (for example a vendor's switch port); specs skip with it.
 var ErrNotObservable = errors.New("not observable on this platform")
 
+// NotObservableOn is ErrNotObservable for what the suite cannot do on a
+// node it cannot enter (an existing cluster's).
+func NotObservableOn(what, node string) error {
+	return fmt.Errorf("%s on node %s of an existing cluster: %w", what, node, ErrNotObservable)
+}
+
 // captureDrain is how long a stopped capture keeps reading frames that
 // were already queued.
 const captureDrain = 200 * time.Millisecond

@@ -46,6 +46,19 @@ func way(g platform.Guest) (platform.Inside, error) {
 	return in, fmt.Errorf("guest %s: no way in (neither a network namespace nor a shell)", g.Name())
 }
 
+// Run runs a command that has to succeed in the guest's shell: a guest
+// with only a network namespace has none.
+func Run(ctx context.Context, g platform.Guest, cmd string) (string, error) {
+	in, err := way(g)
+	if err != nil {
+		return "", err
+	}
+	if in.Shell == nil {
+		return "", fmt.Errorf("guest %s: no shell to run %q in", g.Name(), cmd)
+	}
+	return must(ctx, g, in.Shell, cmd)
+}
+
 // must runs a command that has to succeed in the guest's shell.
 func must(ctx context.Context, g platform.Guest, sh platform.Shell, cmd string) (string, error) {
 	out, code, err := sh.Run(ctx, cmd, cmdTimeout)

@@ -24,7 +24,7 @@ func in(n platform.Node, what string) (*fabric.NodeNetns, error) {
 	if nn := n.Step1(); nn != nil {
 		return nn, nil
 	}
-	return nil, fmt.Errorf("%s on node %s of an existing cluster: %w", what, n.Name(), evidence.ErrNotObservable)
+	return nil, evidence.NotObservableOn(what, n.Name())
 }
 
 // Ping pings dst from the node.

@@ -55,10 +55,6 @@ func (n *Node) HostPath(p string) string {
 	return filepath.Join(fmt.Sprintf("/proc/%d/root", n.pid), p)
 }
 
-func (n *Node) notObservable(what string) error {
-	return fmt.Errorf("%s on node %s of an existing cluster: %w", what, n.name, evidence.ErrNotObservable)
-}
-
 func (n *Node) ParentPoint() evidence.Point {
 	if n.pid == 0 {
 		return evidence.Point{Label: "uplink.100 on " + n.name + " (not observable)"}
@@ -70,7 +66,7 @@ func (n *Node) ParentPoint() evidence.Point {
 // name in the same directory until restore.
 func (n *Node) WithoutPlugin(_ context.Context, plugin string) (func() error, error) {
 	if n.pid == 0 {
-		return nil, n.notObservable("removing a plugin")
+		return nil, evidence.NotObservableOn("removing a plugin", n.name)
 	}
 	p := n.HostPath(filepath.Join(n.CNIBinDir(), plugin))
 	hidden := n.HostPath(filepath.Join(n.CNIBinDir(), ".vcf-hidden-"+plugin))

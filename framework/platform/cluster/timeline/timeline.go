@@ -64,10 +64,11 @@ type Stages struct{ From, VMI, Login, CloudInit time.Time }
 // Timeline is a run's milestones and boots. A nil Timeline records nothing
 // (dry runs, unit tests).
 type Timeline struct {
-	mu    sync.Mutex
-	start time.Time
-	marks []Mark
-	boots []Boot
+	mu         sync.Mutex
+	start      time.Time
+	marks      []Mark
+	boots      []Boot
+	sideBySide int
 }
 
 // New starts the clock.
@@ -109,6 +110,17 @@ func (t *Timeline) Boot(vm, kind string, s Stages) {
 	t.boots = append(t.boots, b)
 }
 
+// SideBySide records how many guests the run boots at once, so that what
+// reads the boots knows what their sum means for the lane.
+func (t *Timeline) SideBySide(n int) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sideBySide = n
+}
+
 // Marks returns the milestones recorded, in order.
 func (t *Timeline) Marks() []Mark {
 	if t == nil {
@@ -133,6 +145,9 @@ func (t *Timeline) Boots() []Boot {
 type Run struct {
 	Marks []Mark `json:"marks"`
 	Boots []Boot `json:"boots"`
+	// SideBySide is how many guests booted at once at most; 0 in a
+	// report from before it was recorded.
+	SideBySide int `json:"side_by_side,omitempty"`
 }
 
 // Milestones is the run's marks as milestone -> seconds.
@@ -146,7 +161,10 @@ func (r Run) Milestones() map[string]float64 {
 
 // WriteFile writes the marks and boots as JSON.
 func (t *Timeline) WriteFile(path string) error {
-	b, err := json.MarshalIndent(Run{Marks: t.Marks(), Boots: t.Boots()}, "", "  ")
+	t.mu.Lock()
+	n := t.sideBySide
+	t.mu.Unlock()
+	b, err := json.MarshalIndent(Run{Marks: t.Marks(), Boots: t.Boots(), SideBySide: n}, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ func TestMarkKeepsTheFirstAndRoundTrips(t *testing.T) {
 	tl.Mark(Multus)
 	first := tl.Marks()[1].Seconds
 	tl.Mark(Multus) // a re-rollout is not the first
+	tl.SideBySide(2)
 	if got := tl.Marks(); len(got) != 2 || got[0].Name != Nodes || got[1].Seconds != first {
 		t.Fatalf("marks %+v: want nodes then the first multus", got)
 	}
@@ -29,6 +30,9 @@ func TestMarkKeepsTheFirstAndRoundTrips(t *testing.T) {
 	m := r.Milestones()
 	if _, ok := m[Nodes]; !ok || m[Multus] != first || len(m) != 2 {
 		t.Fatalf("read back %v", m)
+	}
+	if r.SideBySide != 2 {
+		t.Fatalf("read back %d guests at once, want 2", r.SideBySide)
 	}
 }
 

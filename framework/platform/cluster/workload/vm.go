@@ -115,9 +115,9 @@ func (w *Workloads) attach(ctx context.Context, spec platform.VMSpec, boot *time
 	}
 	boot.CloudInit = time.Now()
 	if len(spec.Networks) > 0 {
-		out, code, err := g.con.Run(ctx, "ip -o link", 30*time.Second)
-		if err != nil || code != 0 {
-			return nil, fmt.Errorf("guest %s: ip -o link (exit %d): %v: %s", spec.Name, code, err, strings.TrimSpace(out))
+		out, err := guestnet.Run(ctx, g, "ip -o link")
+		if err != nil {
+			return nil, err
 		}
 		if g.vlanIface, err = ifaceByMAC(out, g.status.VLANMAC); err != nil {
 			return nil, fmt.Errorf("guest %s: %w", spec.Name, err)

@@ -59,11 +59,13 @@ var _ platform.Recreator = (*Workloads)(nil)
 // New makes the run's workloads; k, nodes, trunk and gw are the parts
 // they share with the rest of the platform, filled in as the plan runs.
 func New(cfg *config.Config, timeouts map[string]time.Duration, work string, k *kube.Clients, nodes *node.Set, trunk platform.AccessTrunk, gw *platform.Gateway, tl *timeline.Timeline) *Workloads {
-	return &Workloads{
+	w := &Workloads{
 		cfg: cfg, timeouts: timeouts, work: work, kube: k, nodes: nodes, trunk: trunk, gw: gw, timeline: tl,
 		img:    cfg.Cluster.Guest,
 		guests: map[string]*vmGuest{}, pods: map[string]*podGuest{}, nads: map[string]platform.NAD{},
 	}
+	tl.SideBySide(w.StartsSideBySide())
+	return w
 }
 
 // Image is the guest image VMs boot.
