@@ -95,6 +95,12 @@ func Specs(r *run.Run) {
 				booted.pinned, stop = recreatePinnedBeside(ctx, gw, p, v05)
 				DeferCleanup(stop)
 			}
+			k, kube := platform.As[platform.KubeVMs](p)
+			if v07, ok := booted.vms["vm-arp07"]; ok && kube && restartsBeside() {
+				var stop func()
+				booted.restarts, stop = restartBeside(ctx, k, gw, p, v07, f.Config().Subject().VLANNIC())
+				DeferCleanup(stop)
+			}
 		})
 
 		// "The upstream gateway then holds a stale ARP entry for the old MAC ... so "gateway unreachable"

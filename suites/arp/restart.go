@@ -1,11 +1,16 @@
 package arp
 
 import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/guestnet"
 	"github.com/cozystack/vlan-conformance/framework/platform"
@@ -30,7 +35,8 @@ var restartsTimeout = time.Duration(len(platform.Restarts)) * (vendorLimit + 4*t
 //
 // Each restart's outage is timed as ARP-03 times a re-creation's
 // (timeRecovery): the gateway resolves the guest first, sends nothing
-// while the VM boots, then pings it until it answers.
+// while the VM boots, then pings it until it answers. The restarts run
+// beside the container's other specs when those run too (restartsBeside).
 func restartSpec(f *framework.Framework, booted *fleet, p *platform.Platform, gw *platform.Gateway) {
 	// "KubeVirt generates a fresh guest MAC each time the VM object is re-created": and when it is only restarted?
 	It("[ARP-07] gives the VLAN NIC a fresh MAC on every restart of the same VirtualMachine, and the gateway holds the old one until its entry ages out", labels.Claim("ARP-07"), SpecTimeout(restartsTimeout), func(ctx SpecContext) {
@@ -38,66 +44,166 @@ func restartSpec(f *framework.Framework, booted *fleet, p *platform.Platform, gw
 		if !ok {
 			Skip((*p).Name() + " has no VirtualMachine objects to restart: ARP-07 is about KubeVirt's restarts, which keep the object")
 		}
+		var r restarts
+		if booted.restarts != nil {
+			r = booted.restarts.wait(ctx) // the VM is the background's until then
+		}
 		v, err := booted.take(ctx, "vm-arp07")
 		Expect(err).NotTo(HaveOccurred())
 		nic := f.Config().Subject().VLANNIC()
+		if booted.restarts != nil {
+			f.Note("%s was restarted in the background from the container's set-up on, beside the other specs' re-creations: its own VM, address and gateway entry", v.Name())
+		} else {
+			r = restartAll(ctx, k, *gw, *p, v, nic)
+		}
 
-		tl := newTimeline("ARP-07: restarts of " + v.Name() + ", its VirtualMachine kept")
-		tl.note("t = 0 when the first restart is asked for; before each restart the gateway resolves the guest; it sends nothing while the VM boots; once the restarted guest is up it pings it every %s until a reply, its entry sampled every %s", streamEvery, watchEvery)
-		e, err := expectRecovery(ctx, *gw, tl)
-		Expect(err).NotTo(HaveOccurred())
-		for i, how := range platform.Restarts {
-			By("restarting " + v.Name() + " by " + string(how))
-			_, err := warmGateway(ctx, *gw, v)
-			skip.IfNotObservable(err)
-			Expect(err).NotTo(HaveOccurred())
-			rc, err := v.restart(ctx, *p, how)
-			Expect(err).NotTo(HaveOccurred())
-			// Three observations that do not derive from one another, as
-			// ARP-01's: the VMI status, the guest's own link, the gateway.
-			after, err := k.VMStatus(ctx, v)
-			Expect(err).NotTo(HaveOccurred())
-			inGuest, err := guestnet.LinkMAC(ctx, v, nic)
-			Expect(err).NotTo(HaveOccurred(), "reading %s's MAC inside the guest", nic)
-			atReady, err := (*gw).Neighbor(ctx, v.addr)
-			Expect(err).NotTo(HaveOccurred())
-			rec, err := timeRecovery(ctx, *gw, v.addr, e.limit)
-			skip.IfNotObservable(err)
-			Expect(err).NotTo(HaveOccurred())
-
+		for i, run := range r.runs {
+			rc, how := run.rc, run.how
 			if i == 0 {
-				tl.origin = rc.start
+				r.tl.origin = rc.start
 			}
-			tl.add(rc.start, "%s asked for: VM UID %s, VMI UID %s, VLAN MAC %s", how, rc.before.VMUID, rc.before.VMIUID, rc.oldMAC)
-			tl.add(rc.ready, "restarted guest up, %d ms after the request: VM UID %s, VMI UID %s, VMI status MAC %s, inside the guest %s has %s; the gateway's entry: %s",
-				rc.took().Milliseconds(), after.VMUID, after.VMIUID, after.VLANMAC, nic, inGuest, describeNeighbor(atReady, rc.oldMAC, rc.newMAC))
-			tl.add(rec.streamed, "after %s: the gateway starts pinging the restarted guest", how)
-			tl.addProbes(rec.probes, "gateway → guest after "+string(how))
-			tl.addNeighbor(rec.changes, rc.oldMAC, rc.newMAC)
-			if rec.recovered {
-				tl.add(rec.first.Reply, "after %s: first reply, %d ms after the gateway's first echo request; its entry at the end: %s",
-					how, rec.first.Reply.Sub(rec.streamed).Milliseconds(), describeNeighbor(rec.after, rc.oldMAC, rc.newMAC))
+			r.tl.add(rc.start, "%s asked for: VM UID %s, VMI UID %s, VLAN MAC %s", how, rc.before.VMUID, rc.before.VMIUID, rc.oldMAC)
+			r.tl.add(rc.ready, "restarted guest up, %d ms after the request: VM UID %s, VMI UID %s, VMI status MAC %s, inside the guest %s has %s; the gateway's entry: %s",
+				rc.took().Milliseconds(), run.after.VMUID, run.after.VMIUID, run.after.VLANMAC, nic, run.inGuest, describeNeighbor(run.atReady, rc.oldMAC, rc.newMAC))
+			r.tl.add(run.rec.streamed, "after %s: the gateway starts pinging the restarted guest", how)
+			r.tl.addProbes(run.rec.probes, "gateway → guest after "+string(how))
+			r.tl.addNeighbor(run.rec.changes, rc.oldMAC, rc.newMAC)
+			if run.rec.recovered {
+				r.tl.add(run.rec.first.Reply, "after %s: first reply, %d ms after the gateway's first echo request; its entry at the end: %s",
+					how, run.rec.first.Reply.Sub(run.rec.streamed).Milliseconds(), describeNeighbor(run.rec.after, rc.oldMAC, rc.newMAC))
 			} else {
-				tl.add(time.Now(), "after %s: no reply within %s of the gateway's first echo request; its entry: %s", how, secs(e.limit), describeNeighbor(rec.after, rc.oldMAC, rc.newMAC))
+				r.tl.add(run.rec.streamed.Add(r.e.limit), "after %s: no reply within %s of the gateway's first echo request; its entry: %s", how, secs(r.e.limit), describeNeighbor(run.rec.after, rc.oldMAC, rc.newMAC))
 			}
-			Expect(tl.write(f.Artifact("restarts.md"))).To(Succeed())
 			f.Note("%s: VM UID %s -> %s, VMI UID %s -> %s; VLAN MAC %s -> %s (VMI status %s, guest's %s %s); gateway's entry when up: %s",
-				how, rc.before.VMUID, after.VMUID, rc.before.VMIUID, after.VMIUID, rc.oldMAC, rc.newMAC, after.VLANMAC, nic, inGuest, describeNeighbor(atReady, rc.oldMAC, rc.newMAC))
+				how, rc.before.VMUID, run.after.VMUID, rc.before.VMIUID, run.after.VMIUID, rc.oldMAC, rc.newMAC, run.after.VLANMAC, nic, run.inGuest, describeNeighbor(run.atReady, rc.oldMAC, rc.newMAC))
+		}
+		if r.err != nil {
+			r.tl.note("stopped: %v", r.err)
+		}
+		Expect(r.tl.write(f.Artifact("restarts.md"))).To(Succeed())
+		AddReportEntry("ARP-07 restarts", r.tl.Markdown())
 
-			Expect(after.VMUID).To(Equal(rc.before.VMUID), "%s must keep the VirtualMachine object, or it is a re-creation", how)
-			Expect(after.VMIUID).NotTo(Equal(rc.before.VMIUID), "%s must make a new VMI", how)
+		for _, run := range r.runs {
+			rc, how := run.rc, run.how
+			Expect(run.after.VMUID).To(Equal(rc.before.VMUID), "%s must keep the VirtualMachine object, or it is a re-creation", how)
+			Expect(run.after.VMIUID).NotTo(Equal(rc.before.VMIUID), "%s must make a new VMI", how)
 			// The cause first: a kept MAC explains the missing outage.
 			Expect(rc.newMAC.String()).NotTo(Equal(rc.oldMAC.String()), "%s of %s: "+failures.RestartFreshMAC+" (KubeVirt takes it from the new launcher pod's interface); it kept %s", how, v.Name(), rc.oldMAC)
-			Expect(inGuest.String()).To(Equal(after.VLANMAC.String()), "the guest's own %s must carry the MAC the VMI status reports", nic)
-			Expect(atReady.MAC.String()).To(Equal(rc.oldMAC.String()),
-				"when the restarted guest is up the gateway must still hold the old MAC %s for %s, as after a re-creation (it holds %s)", rc.oldMAC, v.addr, atReady.MAC)
-			Expect(rec.recovered).To(BeTrue(), "gateway-to-guest must recover by itself within %s after %s%s", secs(e.limit), how, e.why())
-			took := rec.first.Reply.Sub(rec.streamed)
-			if e.bounded {
-				Expect(took).To(BeNumerically("<=", e.bound.Total()), "recovery after %s took %s, beyond the bound %s", how, took, e.bound.Formula())
+			Expect(run.inGuest.String()).To(Equal(run.after.VLANMAC.String()), "the guest's own %s must carry the MAC the VMI status reports", nic)
+			Expect(run.atReady.MAC.String()).To(Equal(rc.oldMAC.String()),
+				"when the restarted guest is up the gateway must still hold the old MAC %s for %s, as after a re-creation (it holds %s)", rc.oldMAC, v.addr, run.atReady.MAC)
+			Expect(run.rec.recovered).To(BeTrue(), "gateway-to-guest must recover by itself within %s after %s%s", secs(r.e.limit), how, r.e.why())
+			took := run.rec.first.Reply.Sub(run.rec.streamed)
+			if r.e.bounded {
+				Expect(took).To(BeNumerically("<=", r.e.bound.Total()), "recovery after %s took %s, beyond the bound %s", how, took, r.e.bound.Formula())
 			}
-			Expect(rec.after.MAC.String()).To(Equal(rc.newMAC.String()), "after recovery the gateway's entry for %s must hold the new MAC", v.addr)
+			Expect(run.rec.after.MAC.String()).To(Equal(rc.newMAC.String()), "after recovery the gateway's entry for %s must hold the new MAC", v.addr)
 		}
-		AddReportEntry("ARP-07 restarts", tl.Markdown())
+		skip.IfNotObservable(r.err)
+		Expect(r.err).NotTo(HaveOccurred())
 	})
+}
+
+// restarts is ARP-07's evidence: its VM restarted every way
+// platform.Restarts names, each outage timed, and the step that did not
+// complete when one did not.
+type restarts struct {
+	tl   *timeline
+	e    expected
+	runs []restartRun
+	err  error
+}
+
+// restartRun is one restart as the suite saw it, from three sides that do
+// not derive from one another (as ARP-01's): the VMI status, the guest's
+// own link and the gateway.
+type restartRun struct {
+	how     platform.Restart
+	rc      *recreation
+	after   platform.VMStatus
+	inGuest net.HardwareAddr
+	atReady evidence.Neighbor
+	rec     recovery
+}
+
+// restartAll restarts v every way, one after another, each after the
+// gateway resolved the guest, and times each outage. It stops at the first
+// step that fails, keeping the restarts done.
+func restartAll(ctx context.Context, k platform.KubeVMs, gw platform.Gateway, p platform.Platform, v *vm, nic string) restarts {
+	r := restarts{tl: newTimeline("ARP-07: restarts of " + v.Name() + ", its VirtualMachine kept")}
+	r.tl.note("t = 0 when the first restart is asked for; before each restart the gateway resolves the guest; it sends nothing while the VM boots; once the restarted guest is up it pings it every %s until a reply, its entry sampled every %s", streamEvery, watchEvery)
+	if r.e, r.err = expectRecovery(ctx, gw, r.tl); r.err != nil {
+		return r
+	}
+	for _, how := range platform.Restarts {
+		run, err := restartOnce(ctx, k, gw, p, v, nic, how, r.e.limit)
+		if err != nil {
+			r.err = fmt.Errorf("%s: %w", how, err)
+			return r
+		}
+		r.runs = append(r.runs, run)
+	}
+	return r
+}
+
+// restartOnce is one restart of v, the way how names, and its outage.
+func restartOnce(ctx context.Context, k platform.KubeVMs, gw platform.Gateway, p platform.Platform, v *vm, nic string, how platform.Restart, limit time.Duration) (restartRun, error) {
+	run := restartRun{how: how}
+	if _, err := warmGateway(ctx, gw, v); err != nil {
+		return run, err
+	}
+	var err error
+	if run.rc, err = v.restart(ctx, p, how); err != nil {
+		return run, err
+	}
+	if run.after, err = k.VMStatus(ctx, v); err != nil {
+		return run, err
+	}
+	if run.inGuest, err = guestnet.LinkMAC(ctx, v, nic); err != nil {
+		return run, fmt.Errorf("reading %s's MAC inside the guest: %w", nic, err)
+	}
+	if run.atReady, err = gw.Neighbor(ctx, v.addr); err != nil {
+		return run, err
+	}
+	run.rec, err = timeRecovery(ctx, gw, v.addr, limit)
+	return run, err
+}
+
+// restartsBeside tells whether ARP-07 restarts its VM in the background
+// from the container's set-up on: its four boots, one after another, are
+// the container's longest chain, and other specs run beside them.
+func restartsBeside() bool {
+	var others []string
+	for _, g := range guests {
+		others = append(others, slices.DeleteFunc(slices.Clone(g.claims), func(c string) bool { return c == "ARP-07" })...)
+	}
+	return labels.Selected(labels.ARP, labels.Claim("ARP-07")) && labels.SelectsAny(labels.ARP, others...)
+}
+
+// restartsRun is ARP-07's restarts under way in the background.
+type restartsRun struct {
+	done chan struct{}
+	r    restarts
+}
+
+// restartBeside starts restartAll in the background; stop ends it early
+// (the container ended first).
+func restartBeside(ctx context.Context, k platform.KubeVMs, gw platform.Gateway, p platform.Platform, v *vm, nic string) (b *restartsRun, stop func()) {
+	bg, cancel := context.WithCancel(framework.Aside(context.WithoutCancel(ctx)))
+	b = &restartsRun{done: make(chan struct{})}
+	go func() {
+		defer close(b.done)
+		b.r = restartAll(bg, k, gw, p, v, nic)
+	}()
+	return b, func() { cancel(); <-b.done }
+}
+
+// wait is the background's restarts, once done.
+func (b *restartsRun) wait(ctx context.Context) restarts {
+	select {
+	case <-b.done:
+		return b.r
+	case <-ctx.Done():
+		return restarts{tl: newTimeline("ARP-07: restarts"), err: fmt.Errorf("waiting for the restarts in the background: %w", context.Cause(ctx))}
+	}
 }

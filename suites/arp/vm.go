@@ -70,13 +70,15 @@ var guests = []struct {
 
 // fleet is the container's VMs: every guest booting ahead from the
 // cluster's set-up (framework.PrestartWhen), those taken by name, and
-// ARP-05's re-creation when it runs beside vm-arp's (pinned.go).
+// ARP-05's re-creation and ARP-07's restarts when they run beside vm-arp's
+// re-creations (pinned.go, restart.go).
 type fleet struct {
-	f      *framework.Framework
-	ahead  map[string]*framework.Prestarted
-	vms    map[string]*vm
-	failed map[string]error // why a taken guest did not start
-	pinned *beside
+	f        *framework.Framework
+	ahead    map[string]*framework.Prestarted
+	vms      map[string]*vm
+	failed   map[string]error // why a taken guest did not start
+	pinned   *beside
+	restarts *restartsRun
 }
 
 // pinnedBeside tells whether ARP-05 re-creates its VM in the background,
@@ -114,7 +116,8 @@ func prestartFleet(f *framework.Framework) *fleet {
 }
 
 // start takes, for the whole container, the guests of the first selected
-// spec, with ARP-05's when it re-creates it beside them (pinnedBeside):
+// spec, with ARP-05's and ARP-07's when they run beside them
+// (pinnedBeside, restartsBeside):
 // the specs time re-creations, never a first boot. The others' specs
 // take theirs. A guest that did not start fails the specs that take it;
 // one whose spec skips on p is not started.
@@ -129,7 +132,7 @@ func (fl *fleet) start(ctx context.Context, p platform.Platform) {
 		if first == nil {
 			first = g.claims
 		}
-		if slices.Equal(g.claims, first) || slices.Contains(g.claims, "ARP-05") && pinnedBeside() {
+		if slices.Equal(g.claims, first) || slices.Contains(g.claims, "ARP-05") && pinnedBeside() || slices.Contains(g.claims, "ARP-07") && restartsBeside() {
 			names = append(names, g.name)
 		}
 		if s := fl.f.Config().Subject(); s != nil && s.IaaS != nil && g.mac != "" {

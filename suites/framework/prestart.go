@@ -101,9 +101,8 @@ func StartPrestarts(ctx context.Context, p platform.Platform) {
 	prestarts.cancel, prestarts.done = cancel, done
 	prestarts.Unlock()
 	// As many background boots at once as the background may hold slots
-	// (all but one: slotPool), so a spec's own boot starts at once. No
-	// more: a boot queued for a slot already holds steady, which Disrupts
-	// would wait for.
+	// (one fewer than the cores: slotPool). No more: a boot queued for a
+	// slot already holds steady, which Disrupts would wait for.
 	running := make(chan struct{}, bootSlots(p).background())
 	go func() {
 		var wg sync.WaitGroup

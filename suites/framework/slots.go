@@ -9,109 +9,124 @@ import (
 
 // slotPool is the process's boot slots: as many guests boot at once as the
 // platform says pays off (platform.SideBySide), whoever starts them
-// (StartVMs, a re-creation, the background's StartPrestarts). A freed slot
-// goes to a spec's own boot before the background's, and the background
-// holds one slot fewer than there are: under TCG the machine's cores are
-// the lane's limit, and a spec's boot that waits for a background one to
-// end waits a whole boot (a minute and more), which on the ARP container's
-// chain of re-creations (each after the last) lengthens the lane by as
-// much each time; the slot kept free is idle only while no spec boots.
+// (StartVMs, a re-creation, a spec's side work, the background's
+// StartPrestarts). Under TCG the machine's cores are the lane's limit,
+// and a boot that waits for another to end waits a whole boot (a minute
+// and more). So work a spec awaits, its own boot or its side work
+// (Aside), never waits for the background's: it counts only its own kind
+// and may take one slot beyond the cores, three guests booting on two
+// for the length of a boot. The background boots one fewer than the
+// cores, and only into a free core. A freed slot goes to a spec's own
+// boot first, then to side work, then to the background.
+//
+// Measured (issue 34): with side work queued behind the background, a
+// quarter of the soaked VM lane had one guest booting and a core idle;
+// with the background free to take every core, it took both in the
+// seconds between two of the ARP container's re-creations, and the
+// next ones waited for its boots (five guests at once).
 type slotPool struct {
-	mu                   sync.Mutex
-	size, used, usedBack int
-	fore, back           []chan struct{} // waiters, each handed a slot by closing its channel
+	mu      sync.Mutex
+	size    int
+	used    [kinds]int
+	waiters [kinds][]chan struct{} // each handed a slot by closing its channel
 }
+
+// bootKind is who boots: the order in which freed slots are handed out.
+type bootKind int
+
+const (
+	own   bootKind = iota // a spec's own boot
+	side                  // a spec's side work (Aside): a later spec awaits it
+	ahead                 // the background's boot of a later spec's VM
+	kinds
+)
 
 func newSlotPool(size int) *slotPool { return &slotPool{size: max(size, 1)} }
 
-// free tells whether a boot of that kind may take a slot now: the
-// background never the last one, unless there is only one (a platform
-// whose guests boot one at a time has no background boots, but a spec's
-// side work still has to run). s.mu is held.
-func (s *slotPool) free(foreground bool) bool {
-	return s.used < s.size && (foreground || s.usedBack < s.background())
+// free tells whether a boot of that kind may take a slot now. A platform
+// whose guests boot one at a time (one slot) gets no slot beyond it: its
+// boots are not made to overlap. s.mu is held.
+func (s *slotPool) free(k bootKind) bool {
+	awaited := s.used[own] + s.used[side]
+	if s.size == 1 {
+		return awaited+s.used[ahead] < 1
+	}
+	if k == ahead {
+		return s.used[ahead] < s.background() && awaited+s.used[ahead] < s.size
+	}
+	return awaited < s.size+1
 }
 
-// background is how many slots the background may hold at once: all but
-// one, or the only one.
+// background is how many boots the background may have under way at once.
 func (s *slotPool) background() int { return max(s.size-1, 1) }
 
-// take counts a slot handed out. s.mu is held.
-func (s *slotPool) take(foreground bool) {
-	s.used++
-	if !foreground {
-		s.usedBack++
-	}
-}
-
-// hold waits for a slot, ahead of every background waiter when foreground;
-// release gives it back.
-func (s *slotPool) hold(ctx context.Context, foreground bool) (release func(), err error) {
+// hold waits for a slot, behind the waiters of its kind and of those
+// before it; release gives it back.
+func (s *slotPool) hold(ctx context.Context, k bootKind) (release func(), err error) {
 	s.mu.Lock()
-	if s.free(foreground) && (foreground || len(s.back) == 0) {
-		s.take(foreground)
+	if s.free(k) && s.queued(k) == 0 {
+		s.used[k]++
 		s.mu.Unlock()
-		return s.releaser(foreground), nil
+		return s.releaser(k), nil
 	}
 	ch := make(chan struct{})
-	if foreground {
-		s.fore = append(s.fore, ch)
-	} else {
-		s.back = append(s.back, ch)
-	}
+	s.waiters[k] = append(s.waiters[k], ch)
 	s.mu.Unlock()
 	select {
 	case <-ch:
-		return s.releaser(foreground), nil
+		return s.releaser(k), nil
 	case <-ctx.Done():
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if !s.drop(ch) {
 			// Handed a slot as the context ended: give it on.
-			s.give(foreground)
+			s.give(k)
 		}
 		return nil, context.Cause(ctx)
 	}
 }
 
-func (s *slotPool) releaser(foreground bool) func() {
+// queued counts the waiters a boot of kind k queues behind. s.mu is held.
+func (s *slotPool) queued(k bootKind) int {
+	n := 0
+	for q := own; q <= k; q++ {
+		n += len(s.waiters[q])
+	}
+	return n
+}
+
+func (s *slotPool) releaser(k bootKind) func() {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			s.give(foreground)
+			s.give(k)
 		})
 	}
 }
 
-// give frees a held slot and hands what is free to the foreground waiters
-// first, then to the background's. s.mu is held.
-func (s *slotPool) give(foreground bool) {
-	s.used--
-	if !foreground {
-		s.usedBack--
-	}
-	for {
-		switch {
-		case len(s.fore) > 0 && s.free(true):
-			close(s.fore[0])
-			s.fore = s.fore[1:]
-			s.take(true)
-		case len(s.back) > 0 && s.free(false):
-			close(s.back[0])
-			s.back = s.back[1:]
-			s.take(false)
-		default:
-			return
+// give frees a slot of kind k and hands what is free out, kind by kind.
+// s.mu is held.
+func (s *slotPool) give(k bootKind) {
+	s.used[k]--
+	for w := own; w < kinds; w++ {
+		for len(s.waiters[w]) > 0 && s.free(w) {
+			close(s.waiters[w][0])
+			s.waiters[w] = s.waiters[w][1:]
+			s.used[w]++
 		}
 	}
 }
 
+// inUse is how many slots are held, of every kind. s.mu is held.
+func (s *slotPool) inUse() int { return s.used[own] + s.used[side] + s.used[ahead] }
+
 // drop removes a waiter that gave up; false if it was handed a slot
 // already. s.mu is held.
 func (s *slotPool) drop(ch chan struct{}) bool {
-	for _, q := range []*[]chan struct{}{&s.fore, &s.back} {
+	for k := range s.waiters {
+		q := &s.waiters[k]
 		for i, c := range *q {
 			if c == ch {
 				*q = append((*q)[:i], (*q)[i+1:]...)
@@ -140,18 +155,21 @@ func bootSlots(p platform.Platform) *slotPool {
 }
 
 // holdSlot waits for a boot slot for a spec's own boot, or for its side
-// work's as the background's (Aside).
+// work's (Aside).
 func holdSlot(ctx context.Context, p platform.Platform) (release func(), err error) {
-	aside, _ := ctx.Value(asideKey{}).(bool)
-	return bootSlots(p).hold(ctx, !aside)
+	k := own
+	if aside, _ := ctx.Value(asideKey{}).(bool); aside {
+		k = side
+	}
+	return bootSlots(p).hold(ctx, k)
 }
 
 type asideKey struct{}
 
 // Aside marks the boots under ctx as a spec's side work, run beside its
-// own (ARP-05's re-creation beside ARP-02's): each takes its slot as the
-// background's boots do, behind every spec's own boot and never the slot
-// kept free, so that the spec's own next boot is not the one that waits.
+// own (ARP-05's re-creation beside ARP-02's, ARP-07's restarts beside
+// both): each takes its slot behind every spec's own boot and ahead of
+// the background's, which boot VMs no spec awaits yet.
 func Aside(ctx context.Context) context.Context {
 	return context.WithValue(ctx, asideKey{}, true)
 }
@@ -166,7 +184,7 @@ func holdBackgroundSlot(ctx context.Context, p platform.Platform) (release, sett
 	steady.RLock()
 	var once sync.Once
 	settle = func() { once.Do(steady.RUnlock) }
-	r, err := bootSlots(p).hold(ctx, false)
+	r, err := bootSlots(p).hold(ctx, ahead)
 	if err != nil {
 		settle()
 		return nil, nil, err

@@ -6,19 +6,20 @@ import (
 	"time"
 )
 
-// A freed slot goes to a spec's own boot before the background's, whatever
-// waited longer; a waiter that gives up is skipped, and its slot not lost.
-func TestSlotsGoToTheForegroundFirst(t *testing.T) {
-	s := newSlotPool(3)
+// A freed slot goes to a spec's own boot first, then to side work, then
+// to the background, whatever waited longer; a waiter that gives up is
+// skipped, and its slot not lost.
+func TestSlotsGoToOwnBootsThenSideWorkThenTheBackground(t *testing.T) {
+	s := newSlotPool(2)
 	ctx := context.Background()
-	r1, _ := s.hold(ctx, false)
-	r2, _ := s.hold(ctx, false)
-	r3, _ := s.hold(ctx, true)
-	defer r3()
+	o1, _ := s.hold(ctx, own)
+	o2, _ := s.hold(ctx, own)
+	sd, _ := s.hold(ctx, side) // one beyond the cores
+	defer sd()
 
-	got := make(chan string, 3)
-	wait := func(name string, foreground bool, ctx context.Context) {
-		r, err := s.hold(ctx, foreground)
+	got := make(chan string, 4)
+	wait := func(name string, k bootKind, ctx context.Context) {
+		r, err := s.hold(ctx, k)
 		if err != nil {
 			got <- name + " gave up"
 			return
@@ -28,93 +29,118 @@ func TestSlotsGoToTheForegroundFirst(t *testing.T) {
 		r()
 	}
 	gone, cancel := context.WithCancel(ctx)
-	go wait("background", false, ctx)
+	go wait("ahead", ahead, ctx)
 	time.Sleep(10 * time.Millisecond)
-	go wait("gives up", true, gone)
+	go wait("side", side, ctx)
 	time.Sleep(10 * time.Millisecond)
-	go wait("foreground", true, ctx)
+	go wait("gives up", own, gone)
+	time.Sleep(10 * time.Millisecond)
+	go wait("own", own, ctx)
 	time.Sleep(10 * time.Millisecond)
 	cancel()
 	if g := <-got; g != "gives up gave up" {
 		t.Fatalf("first: %q, want the cancelled waiter to give up", g)
 	}
-	r1()
-	if g := <-got; g != "foreground" {
-		t.Fatalf("the first freed slot went to %q, want the foreground waiter", g)
+	o1()
+	if g := <-got; g != "own" {
+		t.Fatalf("the first freed slot went to %q, want the spec's own boot", g)
 	}
-	r2()
-	if g := <-got; g != "background" {
-		t.Fatalf("the second freed slot went to %q, want the background waiter", g)
+	o2()
+	if g := <-got; g != "side" {
+		t.Fatalf("the second freed slot went to %q, want the side work", g)
 	}
-	r1() // a release is given once
+	if g := <-got; g != "ahead" {
+		t.Fatalf("then %q, want the background once a core was free", g)
+	}
+	o1() // a release is given once
 	time.Sleep(50 * time.Millisecond)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.used != 1 || s.usedBack != 0 || len(s.fore)+len(s.back) != 0 {
-		t.Fatalf("after every release but r3's: %d slots used (%d by the background), %d waiters; want r3's alone", s.used, s.usedBack, len(s.fore)+len(s.back))
+	if s.inUse() != 1 || s.queued(ahead) != 0 {
+		t.Fatalf("after every release but the side work's: %d slots used, %d waiters; want its alone", s.inUse(), s.queued(ahead))
 	}
 }
 
-// The background holds one slot fewer than there are: a spec's own boot
-// starts at once, whatever the background has under way; the background
-// waits for its own slot to free, not for the foreground's.
-func TestTheBackgroundLeavesASlotFree(t *testing.T) {
+// Work a spec awaits never waits for the background's boots: it counts
+// its own kind only, up to one slot beyond the cores. The background
+// boots one fewer than the cores, and only into a free one.
+func TestWorkASpecAwaitsNeverWaitsForTheBackground(t *testing.T) {
 	s := newSlotPool(2)
 	ctx := context.Background()
-	back1, _ := s.hold(ctx, false)
-	second := holdLater(s, false)
-	select {
-	case <-second:
-		t.Fatal("the background got both slots")
-	case <-time.After(30 * time.Millisecond):
+	a1, _ := s.hold(ctx, ahead)
+	a2 := holdLater(s, ahead)
+	blocked(t, a2, "the background got a second slot on two cores")
+	var held []func()
+	for _, k := range []bootKind{own, side, own} {
+		r, err := s.hold(ctx, k) // at once, whatever the background holds
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, r)
 	}
-	fore, err := s.hold(ctx, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fore() // the foreground's slot freed: still not the background's second
-	select {
-	case <-second:
-		t.Fatal("the background got the slot the foreground freed beside its own")
-	case <-time.After(30 * time.Millisecond):
-	}
-	back1()
-	select {
-	case r := <-second:
+	o4 := holdLater(s, own)
+	blocked(t, o4, "a spec's own boot got a second slot beyond the cores")
+	a1()
+	blocked(t, a2, "the background got a slot while the cores are busy with boots specs await")
+	held[0]()
+	r4 := got(t, o4, "the spec's own boot never got the slot freed")
+	for _, r := range append(held[1:], r4) {
 		r()
-	case <-time.After(time.Second):
-		t.Fatal("the background's waiter never got the slot its first boot freed")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.used != 0 || s.usedBack != 0 {
-		t.Fatalf("after every release: %d used, %d by the background", s.used, s.usedBack)
-	}
+	got(t, a2, "the background's waiter never got a free core")()
 }
 
-// With one slot (a platform whose guests boot one at a time) a spec's side
-// work (Aside) still gets it once it is free: measured, ARP-05's
-// re-creation beside ARP-02's waited forever in the lab.
-func TestOneSlotServesTheBackgroundToo(t *testing.T) {
+// With one slot (a platform whose guests boot one at a time) nothing
+// overlaps, and a spec's side work (Aside) still gets the slot once it is
+// free: measured, ARP-05's re-creation beside ARP-02's waited forever in
+// the lab.
+func TestOneSlotServesSideWorkToo(t *testing.T) {
 	s := newSlotPool(1)
 	ctx := context.Background()
-	fore, _ := s.hold(ctx, true)
-	got := holdLater(s, false)
-	fore()
+	o, _ := s.hold(ctx, own)
+	got := holdLater(s, side)
+	select {
+	case <-got:
+		t.Fatal("side work overlapped a boot on a platform that boots one at a time")
+	case <-time.After(30 * time.Millisecond):
+	}
+	o()
 	select {
 	case r := <-got:
 		r()
 	case <-time.After(time.Second):
-		t.Fatal("the background's waiter never got the only slot, free")
+		t.Fatal("the side work's waiter never got the only slot, free")
+	}
+}
+
+// blocked fails when ch delivers within 30 ms.
+func blocked(t *testing.T, ch <-chan func(), why string) {
+	t.Helper()
+	select {
+	case <-ch:
+		t.Fatal(why)
+	case <-time.After(30 * time.Millisecond):
+	}
+}
+
+// got is what ch delivers within a second.
+func got(t *testing.T, ch <-chan func(), why string) func() {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(time.Second):
+		t.Fatal(why)
+		return nil
 	}
 }
 
 // holdLater waits for a slot in a goroutine and hands its release over
 // once it has one.
-func holdLater(s *slotPool, foreground bool) <-chan func() {
+func holdLater(s *slotPool, k bootKind) <-chan func() {
 	got := make(chan func(), 1)
 	go func() {
-		r, _ := s.hold(context.Background(), foreground)
+		r, _ := s.hold(context.Background(), k)
 		got <- r
 	}()
 	return got
