@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/types"
 	. "github.com/onsi/gomega"
 
 	"github.com/cozystack/vlan-conformance/framework/config"
@@ -121,6 +122,12 @@ func hooks(r *run.Run) {
 	JustAfterEach(func(ctx SpecContext) {
 		report := CurrentSpecReport()
 		if !report.Failed() || !cfg.DumpOnFailure {
+			return
+		}
+		// Ctrl-C is no verdict, and its grace period is for removing what
+		// the run made, not for collecting every VM's logs.
+		if report.State == types.SpecStateInterrupted {
+			AddReportEntry("artifacts", "none: the run was interrupted")
 			return
 		}
 		// Dump only a platform that exists (a stager spec needs none).
