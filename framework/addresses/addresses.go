@@ -36,7 +36,7 @@ const (
 	// (framework.New in suites/), each taking a block whatever the tier: the
 	// guests' range must hold all their blocks, or a container finds no
 	// address mid-run. framework/config's tests count the containers.
-	Tenants = 11
+	Tenants = 12
 )
 
 // The plan checks the flags itself (Check); config calls it from Validate.

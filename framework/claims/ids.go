@@ -3,7 +3,7 @@ package claims
 import "regexp"
 
 // idRE is how a spec names its claim: the ID in brackets, "[VLAN-03] ...".
-var idRE = regexp.MustCompile(`\[((?:VLAN|STG|ARP)-\d\d)\]`)
+var idRE = regexp.MustCompile(`\[((?:VLAN|STG|ARP|NODE)-\d\d)\]`)
 
 // IDs lists the claim IDs a spec text names in brackets, in order.
 func IDs(text string) []string {

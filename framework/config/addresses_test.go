@@ -43,10 +43,10 @@ func TestValidateRejectsAddressesThePlanKeeps(t *testing.T) {
 		{[]string{"--guest-address=203.0.113.9/24"}, "--guest-address 203.0.113.9/24: is node 7's address"},
 		{[]string{"--guest-address=203.0.113.234/24"}, "--guest-address 203.0.113.234/24: is in the host-local control's pool 203.0.113.234-203.0.113.254"},
 		{[]string{"--guest-address=203.0.113.254/24"}, "--guest-address 203.0.113.254/24: is in the host-local control's pool 203.0.113.234-203.0.113.254"},
-		{[]string{"--guest-address=203.0.113.200/24"}, "--guest-address 203.0.113.200/24: leaves room for 34 guests counting up from it to the host-local control's pool at 203.0.113.234; the suite's 11 tenants need 88 (8 each)"},
+		{[]string{"--guest-address=203.0.113.200/24"}, "--guest-address 203.0.113.200/24: leaves room for 34 guests counting up from it to the host-local control's pool at 203.0.113.234; the suite's 12 tenants need 96 (8 each)"},
 		// A gateway in the guests' range is skipped, and so costs one.
 		{[]string{"--gateway=203.0.113.180", "--guest-address=203.0.113.170/24"}, "leaves room for 63 guests"},
-		{[]string{"--subnet=203.0.113.0/26", "--guest-address=203.0.113.10/26"}, "--subnet 203.0.113.0/26: too small: it holds 32 guests besides the gateway, 8 node addresses and the host-local control's pool of 21, and the suite's 11 tenants need 88 (8 each); want /25 or larger"},
+		{[]string{"--subnet=203.0.113.0/26", "--guest-address=203.0.113.10/26"}, "--subnet 203.0.113.0/26: too small: it holds 32 guests besides the gateway, 8 node addresses and the host-local control's pool of 21, and the suite's 12 tenants need 96 (8 each); want /25 or larger"},
 		{[]string{"--subnet=203.0.113.0/30", "--guest-address=203.0.113.1/30", "--gateway=203.0.113.2"}, "--subnet 203.0.113.0/30: too small: it holds 0 guests"},
 		{[]string{"--other-subnet=198.51.100.0/29"}, "--other-subnet 198.51.100.0/29: too small: its guests would start at 198.51.100.10, after the gateway's and 8 nodes' addresses, outside it; want /28 or larger"},
 	} {
@@ -71,7 +71,7 @@ func TestValidateAcceptsAddressesThePlanLeavesFree(t *testing.T) {
 		{"--gateway=203.0.113.12"},
 		// Free addresses below the nodes' and just below the room's end.
 		{"--gateway=203.0.113.254", "--guest-address=203.0.113.1/24"},
-		{"--guest-address=203.0.113.146/24"},
+		{"--guest-address=203.0.113.138/24"},
 		{"--subnet=203.0.113.0/25", "--gateway=203.0.113.1", "--guest-address=203.0.113.10/25"},
 		{"--other-subnet=198.51.100.0/28"},
 	} {

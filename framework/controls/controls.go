@@ -32,6 +32,11 @@ var registry = []Control{
 	{ID: "ARP-07/mac-kept-per-vm-object", Claim: "ARP-07", Tier: "cluster", OnVMs: true, Description: "every unpinned VM gets a MAC derived from its namespace and name, as a MAC pool keeping one per VirtualMachine would: restarts keep it", UnpinnedMAC: nameMAC, Expect: failures.RestartFreshMAC},
 	{ID: "ARP-08/drain-evicts", Claim: "ARP-08", Tier: "cluster", OnVMs: true, Description: "KubeVirt runs evictionStrategy: None, as a release whose KubeVirt CR drops LiveMigrate would: a drain evicts the launcher pod and the VM with it", EvictionStrategy: "None", Expect: failures.DrainMigrates},
 
+	// The node's provisioning (CLAIMS.md NODE-): step 1 done wrongly.
+	{ID: "NODE-01/address-on-uplink.100", Claim: "NODE-01", Description: "the node's address sits on the enslaved uplink.100 instead of br100", BridgeWiring: fabric.AddrOnSubinterface, Expect: failures.SubinterfaceCarriesNoAddress},
+	{ID: "NODE-02/default-route-via-br100", Claim: "NODE-02", Description: "the node's default route goes via the VLAN's gateway on br100, as a netplan with gateway4 on br100 has it", BridgeWiring: fabric.DefaultViaBridge, Expect: failures.DefaultRouteOffBridge},
+	{ID: "NODE-03/uplink-smaller-than-nad", Claim: "NODE-03", Description: "the physical VLAN (uplink, uplink.100, hence br100) carries 1400 bytes under the guide's NAD, whose pods get the kernel's 1500", MTU: 1400, Expect: failures.MTUsNeverGrow},
+
 	// Staging (CLAIMS.md STG-): mutants of the reference subject in
 	// fixtures/stager/mutants, each breaking one promise of the guide's
 	// "Staging the reference CNI plugins", some judged by every claim they

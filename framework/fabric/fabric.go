@@ -16,6 +16,10 @@
 //	+----------------------------+  |       vcf-node-m (as macvlan users provision)
 //	                                +====== | uplink -> uplink.100 203.0.113.4/24 |
 //
+// Every node the fabric makes also has a management interface, mgmt (a
+// dummy), with its default route: step 1 keeps the default route there
+// (NODE-02), as a kind node's stays on its eth0.
+//
 // Frames between the gateway and a node, and between nodes, cross a trunk
 // veth carrying 802.1Q tags. In vendor mode a real NIC replaces the trunk and
 // the gateway netns: the suite creates only its node netns, with uplink.100

@@ -3,6 +3,7 @@ package fabric
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 
 	"github.com/vishvananda/netlink"
@@ -22,10 +23,17 @@ const (
 	BothVLANs                        // uplink.100 and uplink.200 in br100
 	MacvlanParent                    // no bridge; address on uplink.100 (macvlan users)
 	MacvlanShim                      // no bridge; address on a macvlan child of uplink.100 (the host's workaround)
+	DefaultViaBridge                 // the guide's, but the node's default route via the VLAN's gateway on br100
 )
 
 // ShimName is the host's own macvlan child under MacvlanShim.
 const ShimName = "vcf-shim"
+
+// ManagementName is a lab node's management interface: a real node's
+// default route is on one (NODE-02), and a kind node's is its eth0. A
+// dummy link whose default route leads nowhere: the lab's traffic is all
+// on VLANs, and the host's own routes are never touched.
+const ManagementName = "mgmt"
 
 // NodeSpec describes one node of the fabric.
 type NodeSpec struct {
@@ -62,6 +70,9 @@ func (f *Fabric) addNode(spec NodeSpec) (*NodeNetns, error) {
 			return nil, err
 		}
 		f.made = append(f.made, ns.Name)
+		if err := addManagement(ns.Handle); err != nil {
+			return nil, fmt.Errorf("node %s: %w", spec.Name, err)
+		}
 	}
 	n := &NodeNetns{Spec: spec, Netns: ns.Path, Handle: ns.Handle}
 	if spec.Netns != "" {
@@ -226,7 +237,35 @@ func (f *Fabric) provision(n *NodeNetns, up netlink.Link) error {
 	if w == AddrOnSubinterface {
 		addrOn = n.Parent
 	}
-	return addAddr(h, addrOn, n.Spec.Address)
+	if err := addAddr(h, addrOn, n.Spec.Address); err != nil {
+		return err
+	}
+	if w == DefaultViaBridge {
+		// What a netplan with the VLAN's gateway4 on br100 does.
+		if err := h.RouteReplace(&netlink.Route{LinkIndex: br.Attrs().Index, Dst: defaultDst, Gw: f.Spec.Gateway.Addr().AsSlice()}); err != nil {
+			return fmt.Errorf("default route via %s on %s: %w", f.Spec.Gateway.Addr(), BridgeName, err)
+		}
+	}
+	return nil
+}
+
+// defaultDst is IPv4's default route.
+var defaultDst = &net.IPNet{IP: net.IPv4zero, Mask: net.CIDRMask(0, 32)}
+
+// addManagement gives a node the fabric made its management interface
+// and the default route on it.
+func addManagement(h *netlink.Handle) error {
+	m := &netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: ManagementName}}
+	if err := h.LinkAdd(m); err != nil {
+		return fmt.Errorf("management interface: %w", err)
+	}
+	if err := h.LinkSetUp(m); err != nil {
+		return err
+	}
+	if err := h.RouteAdd(&netlink.Route{LinkIndex: m.Attrs().Index, Dst: defaultDst, Scope: netlink.SCOPE_LINK}); err != nil {
+		return fmt.Errorf("default route on %s: %w", ManagementName, err)
+	}
+	return nil
 }
 
 // DeleteBridge removes bridge name from the node whose netns h is in; the

@@ -68,3 +68,10 @@ const (
 	NewBridgeMade        = "the bridge plugin must have made a new bridge" // VLAN-14
 	AttachesAfterStaging = "after staging the same NAD must attach"        // VLAN-15
 )
+
+// The node's provisioning, the guide's step 1 (CLAIMS.md NODE-).
+const (
+	SubinterfaceCarriesNoAddress = "the VLAN sub-interface br100 enslaves must carry no address" // NODE-01
+	DefaultRouteOffBridge        = "the node's default route must stay off br100"                // NODE-02
+	MTUsNeverGrow                = "must not exceed the MTU of the link before it"               // NODE-03
+)

@@ -90,3 +90,31 @@ func BridgeParent(_ context.Context, n platform.Node) (undo func() error, err er
 	}
 	return fabric.BridgeParent(nn)
 }
+
+// Links are the node's interfaces, by name (NODE-01, NODE-03: what step 1
+// made of them).
+func Links(_ context.Context, n platform.Node) (map[string]evidence.Link, error) {
+	nn, err := in(n, "the links")
+	if err != nil {
+		return nil, err
+	}
+	out, err := evidence.ReadLinks(nn.Handle)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", n.Name(), err)
+	}
+	return out, nil
+}
+
+// Routes is the node's main IPv4 table (NODE-02: where its default route
+// is).
+func Routes(_ context.Context, n platform.Node) ([]evidence.Route, error) {
+	nn, err := in(n, "the routes")
+	if err != nil {
+		return nil, err
+	}
+	out, err := evidence.ReadRoutes(nn.Handle)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", n.Name(), err)
+	}
+	return out, nil
+}

@@ -34,6 +34,7 @@ func Specs(r *run.Run) {
 	bridgeNameSpecs(r)
 	spoofCheckSpecs(r)
 	nadNamespaceSpecs(r)
+	step1Specs(r) // last: the tenants before it keep their address blocks
 }
 
 // bridgeClaims are the claims of the bridge container's specs: each runs
