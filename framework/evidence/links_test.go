@@ -31,8 +31,10 @@ func TestReadLinksAndRoutes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	up := &netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: "uplink", MTU: 1400}}
-	must(h.LinkAdd(up))
+	// A veth stands for the uplink: this kernel may lack CONFIG_DUMMY.
+	must(h.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "uplink", MTU: 1400}, PeerName: "uplink-peer"}))
+	up, err := h.LinkByName("uplink")
+	must(err)
 	// A macvlan child stands for the VLAN sub-interface: this kernel may
 	// lack 8021q, and both are a link on a parent.
 	child := &netlink.Macvlan{LinkAttrs: netlink.LinkAttrs{Name: "child", ParentIndex: up.Attrs().Index}, Mode: netlink.MACVLAN_MODE_BRIDGE}

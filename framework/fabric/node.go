@@ -30,10 +30,16 @@ const (
 const ShimName = "vcf-shim"
 
 // ManagementName is a lab node's management interface: a real node's
-// default route is on one (NODE-02), and a kind node's is its eth0. A
-// dummy link whose default route leads nowhere: the lab's traffic is all
-// on VLANs, and the host's own routes are never touched.
+// default route is on one (NODE-02), and a kind node's is its eth0. One
+// end of a veth whose other end, ManagementPeer, stays in the node: the
+// default route leads nowhere, as the lab's traffic is all on VLANs and
+// the host's own routes are never touched. A veth, not a dummy: the
+// lab's native part runs on kernels without CONFIG_DUMMY.
 const ManagementName = "mgmt"
+
+// ManagementPeer is the other end of ManagementName's veth, where a real
+// node's switch port would be.
+const ManagementPeer = "mgmt-peer"
 
 // NodeSpec describes one node of the fabric.
 type NodeSpec struct {
@@ -255,14 +261,21 @@ var defaultDst = &net.IPNet{IP: net.IPv4zero, Mask: net.CIDRMask(0, 32)}
 // addManagement gives a node the fabric made its management interface
 // and the default route on it.
 func addManagement(h *netlink.Handle) error {
-	m := &netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: ManagementName}}
+	m := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: ManagementName}, PeerName: ManagementPeer}
 	if err := h.LinkAdd(m); err != nil {
 		return fmt.Errorf("management interface: %w", err)
 	}
-	if err := h.LinkSetUp(m); err != nil {
-		return err
+	var l netlink.Link
+	for _, name := range []string{ManagementPeer, ManagementName} {
+		var err error
+		if l, err = h.LinkByName(name); err != nil {
+			return fmt.Errorf("management interface: %w", err)
+		}
+		if err := h.LinkSetUp(l); err != nil {
+			return fmt.Errorf("management interface %s up: %w", name, err)
+		}
 	}
-	if err := h.RouteAdd(&netlink.Route{LinkIndex: m.Attrs().Index, Dst: defaultDst, Scope: netlink.SCOPE_LINK}); err != nil {
+	if err := h.RouteAdd(&netlink.Route{LinkIndex: l.Attrs().Index, Dst: defaultDst, Scope: netlink.SCOPE_LINK}); err != nil {
 		return fmt.Errorf("default route on %s: %w", ManagementName, err)
 	}
 	return nil
