@@ -101,7 +101,7 @@ func StartPrestarts(ctx context.Context, p platform.Platform) {
 	prestarts.cancel, prestarts.done = cancel, done
 	prestarts.Unlock()
 	// As many background boots at once as the background may hold slots
-	// (one fewer than the cores: slotPool). No more: a boot queued for a
+	// (every core, when no spec boots: slotPool). No more: a boot queued for a
 	// slot already holds steady, which Disrupts would wait for.
 	running := make(chan struct{}, bootSlots(p).background())
 	go func() {

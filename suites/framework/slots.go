@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/cozystack/vlan-conformance/framework/platform"
 )
@@ -15,21 +16,31 @@ import (
 // and more). So work a spec awaits, its own boot or its side work
 // (Aside), never waits for the background's: it counts only its own kind
 // and may take one slot beyond the cores, three guests booting on two
-// for the length of a boot. The background boots one fewer than the
-// cores, and only into a free core. A freed slot goes to a spec's own
-// boot first, then to side work, then to the background.
+// for the length of a boot. The background boots only into a free core,
+// and not into one an awaited boot freed less than quietFor ago: a spec
+// that ends a boot starts its next one (a re-creation, the next VM of its
+// container) within seconds, and the core is kept for it. A freed slot
+// goes to a spec's own boot first, then to side work, then to the
+// background.
 //
 // Measured (issue 34): with side work queued behind the background, a
 // quarter of the soaked VM lane had one guest booting and a core idle;
-// with the background free to take every core, it took both in the
-// seconds between two of the ARP container's re-creations, and the
+// with the background free to take every core at once, it took both in
+// the seconds between two of the ARP container's re-creations, and the
 // next ones waited for its boots (five guests at once).
 type slotPool struct {
 	mu      sync.Mutex
 	size    int
 	used    [kinds]int
 	waiters [kinds][]chan struct{} // each handed a slot by closing its channel
+	quiet   time.Duration          // how long a slot an awaited boot freed is kept from the background
+	hushed  time.Time              // until when the background takes no slot
+	wake    *time.Timer            // hands out what is free once hushed has passed
 }
+
+// quietFor is the time a spec takes between two of its boots: the delete
+// of a VM and the create of its next, the next It of an Ordered container.
+const quietFor = 20 * time.Second
 
 // bootKind is who boots: the order in which freed slots are handed out.
 type bootKind int
@@ -41,7 +52,7 @@ const (
 	kinds
 )
 
-func newSlotPool(size int) *slotPool { return &slotPool{size: max(size, 1)} }
+func newSlotPool(size int) *slotPool { return &slotPool{size: max(size, 1), quiet: quietFor} }
 
 // free tells whether a boot of that kind may take a slot now. A platform
 // whose guests boot one at a time (one slot) gets no slot beyond it: its
@@ -52,13 +63,14 @@ func (s *slotPool) free(k bootKind) bool {
 		return awaited+s.used[ahead] < 1
 	}
 	if k == ahead {
-		return s.used[ahead] < s.background() && awaited+s.used[ahead] < s.size
+		return s.used[ahead] < s.background() && awaited+s.used[ahead] < s.size && !time.Now().Before(s.hushed)
 	}
 	return awaited < s.size+1
 }
 
-// background is how many boots the background may have under way at once.
-func (s *slotPool) background() int { return max(s.size-1, 1) }
+// background is how many boots the background may have under way at once:
+// every core, when no spec boots.
+func (s *slotPool) background() int { return s.size }
 
 // hold waits for a slot, behind the waiters of its kind and of those
 // before it; release gives it back.
@@ -106,10 +118,31 @@ func (s *slotPool) releaser(k bootKind) func() {
 	}
 }
 
-// give frees a slot of kind k and hands what is free out, kind by kind.
+// give frees a slot of kind k and hands what is free out, kind by kind;
+// a slot an awaited boot frees is kept from the background for s.quiet.
 // s.mu is held.
 func (s *slotPool) give(k bootKind) {
 	s.used[k]--
+	if k != ahead && s.size > 1 && s.quiet > 0 {
+		s.hushed = time.Now().Add(s.quiet)
+		if s.wake == nil {
+			s.wake = time.AfterFunc(s.quiet, s.handOutLater)
+		} else {
+			s.wake.Reset(s.quiet)
+		}
+	}
+	s.handOut()
+}
+
+// handOutLater hands out what the quiet period kept.
+func (s *slotPool) handOutLater() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.handOut()
+}
+
+// handOut hands what is free out, kind by kind. s.mu is held.
+func (s *slotPool) handOut() {
 	for w := own; w < kinds; w++ {
 		for len(s.waiters[w]) > 0 && s.free(w) {
 			close(s.waiters[w][0])

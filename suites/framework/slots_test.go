@@ -11,6 +11,7 @@ import (
 // skipped, and its slot not lost.
 func TestSlotsGoToOwnBootsThenSideWorkThenTheBackground(t *testing.T) {
 	s := newSlotPool(2)
+	s.quiet = 10 * time.Millisecond
 	ctx := context.Background()
 	o1, _ := s.hold(ctx, own)
 	o2, _ := s.hold(ctx, own)
@@ -63,13 +64,15 @@ func TestSlotsGoToOwnBootsThenSideWorkThenTheBackground(t *testing.T) {
 
 // Work a spec awaits never waits for the background's boots: it counts
 // its own kind only, up to one slot beyond the cores. The background
-// boots one fewer than the cores, and only into a free one.
+// takes every core while no spec boots, and only a free one.
 func TestWorkASpecAwaitsNeverWaitsForTheBackground(t *testing.T) {
 	s := newSlotPool(2)
+	s.quiet = 10 * time.Millisecond
 	ctx := context.Background()
 	a1, _ := s.hold(ctx, ahead)
-	a2 := holdLater(s, ahead)
-	blocked(t, a2, "the background got a second slot on two cores")
+	a2 := got(t, holdLater(s, ahead), "the background did not get the second core, idle")
+	a3 := holdLater(s, ahead)
+	blocked(t, a3, "the background got a slot beyond the cores")
 	var held []func()
 	for _, k := range []bootKind{own, side, own} {
 		r, err := s.hold(ctx, k) // at once, whatever the background holds
@@ -81,13 +84,43 @@ func TestWorkASpecAwaitsNeverWaitsForTheBackground(t *testing.T) {
 	o4 := holdLater(s, own)
 	blocked(t, o4, "a spec's own boot got a second slot beyond the cores")
 	a1()
-	blocked(t, a2, "the background got a slot while the cores are busy with boots specs await")
+	a2()
+	blocked(t, a3, "the background got a slot while the cores are busy with boots specs await")
 	held[0]()
 	r4 := got(t, o4, "the spec's own boot never got the slot freed")
 	for _, r := range append(held[1:], r4) {
 		r()
 	}
-	got(t, a2, "the background's waiter never got a free core")()
+	got(t, a3, "the background's waiter never got a free core")()
+}
+
+// A core an awaited boot frees is kept from the background for the quiet
+// period, which a spec's next boot takes; one the background frees is not.
+func TestTheBackgroundWaitsAQuietPeriodAfterAnAwaitedBoot(t *testing.T) {
+	s := newSlotPool(2)
+	s.quiet = 200 * time.Millisecond
+	ctx := context.Background()
+	o, _ := s.hold(ctx, own)
+	a := holdLater(s, ahead)
+	got(t, a, "the background did not get the idle core")()
+	o()
+	a = holdLater(s, ahead)
+	blocked(t, a, "the background took a core an awaited boot freed a moment ago")
+	next, err := s.hold(ctx, own) // the spec's next boot, within the quiet period
+	if err != nil {
+		t.Fatal(err)
+	}
+	got(t, a, "the background never got the other core once the quiet period passed")()
+	next()
+	b := got(t, holdLater(s, ahead), "the background never got a core once the spec's boots ended")
+	b() // the background's own release keeps nothing back
+	soon, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	r, err := s.hold(soon, ahead)
+	if err != nil {
+		t.Fatalf("the background waited for a core it had freed itself: %v", err)
+	}
+	r()
 }
 
 // With one slot (a platform whose guests boot one at a time) nothing
