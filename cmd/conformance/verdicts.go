@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cozystack/vlan-conformance/framework/certify"
 	"github.com/cozystack/vlan-conformance/framework/claims"
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/report"
@@ -24,10 +25,28 @@ var workloadOrder = []string{"vm", "pod", "lab"}
 // ran, the strongest workload it passed on this run, and why not where it
 // passed on none. A part whose JUnit is missing did not run; it says so.
 // The last line names the claims with no VM verdict from this run.
+//
+// With --certify=PRODUCT (the vendor's product file, framework/certify)
+// the table is followed by the certification of the cluster parts' run:
+// exit 1 when a claim is not certified, 2 when the product file is wrong.
 func verdicts(w io.Writer, args []string) int {
 	parts := map[string][]report.TestCase{}
-	var ran, missing []string
+	var ran, missing, given []string
+	var product *certify.Product
 	for _, a := range args {
+		path, ok := strings.CutPrefix(a, "--certify=")
+		if !ok {
+			given = append(given, a)
+			continue
+		}
+		p, err := certify.Read(path)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "conformance verdicts: %v\n", err)
+			return config.ExitBadInput
+		}
+		product = &p
+	}
+	for _, a := range given {
 		workload, path, ok := strings.Cut(a, "=")
 		if !ok || !slices.Contains(workloadOrder, workload) {
 			fmt.Fprintf(os.Stderr, "conformance verdicts: %q: want WORKLOAD=JUNIT, WORKLOAD one of %v\n", a, workloadOrder)
@@ -108,6 +127,52 @@ func verdicts(w io.Writer, args []string) int {
 	if len(noVM) > 0 {
 		fmt.Fprintf(w, "NO VM VERDICT FROM THIS RUN for %d of the %d guest claims (VLAN-*, ARP-*): %s\n", len(noVM), guests, strings.Join(noVM, " "))
 	}
+	if product != nil {
+		return certification(w, *product, table)
+	}
+	return 0
+}
+
+// certification prints the certification of the cluster parts' verdicts
+// (a vendor's cluster is judged, never the lab's replica): a claim failed
+// in one part failed; else one passed in a part passed; else the verdict
+// of the strongest part that has one.
+func certification(w io.Writer, p certify.Product, table map[string]map[string]report.Verdict) int {
+	run := map[string]report.Verdict{}
+	for id, row := range table {
+		for _, wl := range []string{"vm", "pod"} {
+			v, ok := row[wl]
+			if !ok {
+				continue
+			}
+			if cur, seen := run[id]; !seen || v.Verdict == "FAILED" || (cur.Verdict != "FAILED" && v.Verdict == "passed") {
+				run[id] = v
+			}
+		}
+	}
+	if len(run) == 0 {
+		fmt.Fprintf(os.Stderr, "conformance verdicts --certify: no cluster part (vm=JUNIT or pod=JUNIT) was read: certification judges a cluster's run, not the lab's\n")
+		return config.ExitBadInput
+	}
+	out, ok := certify.Judge(p, run)
+	fmt.Fprintf(w, "=== certification: %s %s on Cozystack %s, %s", p.Vendor, p.Product, p.Cozystack, p.NodeOS)
+	for _, n := range p.NICs {
+		fmt.Fprintf(w, "; NIC %s (%s, firmware %s)", n.Model, n.Driver, n.Firmware)
+	}
+	fmt.Fprintln(w)
+	for _, o := range out {
+		mark := "certified"
+		if !o.Certified {
+			mark = "NOT"
+		}
+		fmt.Fprintf(w, "  %-8s %-9s %s | %s\n", o.Claim.ID, mark, short(o.Verdict), firstLineOf(o.Why))
+	}
+	if !ok {
+		failed := certify.Failed(out)
+		fmt.Fprintf(w, "NOT CERTIFIED: %d of the %d claims: %s\n", len(failed), len(out), strings.Join(failed, " "))
+		return 1
+	}
+	fmt.Fprintf(w, "CERTIFIED: every one of the %d claims passed or is declared not applicable (%d declared)\n", len(out), len(p.NotApplicable))
 	return 0
 }
 

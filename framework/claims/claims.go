@@ -27,6 +27,16 @@ type Claim struct {
 	Quote string
 }
 
+// ByID is the claim of the catalogue with that ID.
+func ByID(id string) (Claim, bool) {
+	for _, c := range All {
+		if c.ID == id {
+			return c, true
+		}
+	}
+	return Claim{}, false
+}
+
 // Staging tells whether the claim of id is about plugin staging (STG-): a
 // release that cannot stage the plugins does not make it.
 func Staging(id string) bool { return strings.HasPrefix(id, "STG-") }

@@ -11,13 +11,11 @@ import (
 
 func claim(t *testing.T, id string) claims.Claim {
 	t.Helper()
-	for _, c := range claims.All {
-		if c.ID == id {
-			return c
-		}
+	c, ok := claims.ByID(id)
+	if !ok {
+		t.Fatalf("no claim %s", id)
 	}
-	t.Fatalf("no claim %s", id)
-	return claims.Claim{}
+	return c
 }
 
 // What a release makes of each claim: its guide's words, and whether it
