@@ -100,6 +100,10 @@ type Control struct {
 	// it really runs: a slower gateway than the profile says. Nil: what
 	// it declares.
 	GatewayTimers func(declared map[string]string) map[string]string
+	// GatewayIgnoresPings: the lab's gateway answers no echo request
+	// (net.ipv4.icmp_echo_ignore_all in its netns), the hop a failed
+	// ping's line must name (framework/hops).
+	GatewayIgnoresPings bool
 	// GuestUp is what happens on the VLAN as a guest's address comes up:
 	// Quiet (the zero value) is the guide's.
 	GuestUp GuestUp

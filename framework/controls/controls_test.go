@@ -23,6 +23,10 @@ const (
 	module         = "github.com/cozystack/vlan-conformance"
 	failuresImport = module + "/framework/failures"
 	suitesImport   = module + "/suites/"
+	// hopsImport builds the line a failed ping claim reports (where its
+	// frames stopped) from failures' words: a spec importing it, itself or
+	// through a suites/ package, reports them.
+	hopsImport = module + "/framework/hops"
 )
 
 // The registry is one list, in the order `conformance controls` prints it:
@@ -235,12 +239,13 @@ type specPackage struct {
 	imports  map[string]bool // the suites/ packages it imports, by directory
 }
 
-// specPackages reads suites/ by package directory.
+// specPackages reads suites/ by package directory, and framework/hops,
+// whose line the specs' messages carry.
 func specPackages(t *testing.T) map[string]*specPackage {
 	t.Helper()
 	out := map[string]*specPackage{}
 	fset := token.NewFileSet()
-	err := filepath.WalkDir("../../suites", func(path string, d fs.DirEntry, err error) error {
+	read := func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return err
 		}
@@ -258,7 +263,7 @@ func specPackages(t *testing.T) map[string]*specPackage {
 			return s.Path.Value == strconv.Quote(failuresImport) && s.Name == nil
 		})
 		for _, s := range f.Imports {
-			if path, _ := strconv.Unquote(s.Path.Value); strings.HasPrefix(path, suitesImport) {
+			if path, _ := strconv.Unquote(s.Path.Value); strings.HasPrefix(path, suitesImport) || path == hopsImport {
 				p.imports[strings.TrimPrefix(path, module+"/")] = true
 			}
 		}
@@ -281,9 +286,11 @@ func specPackages(t *testing.T) map[string]*specPackage {
 			return true
 		})
 		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	}
+	for _, dir := range []string{"../../suites", "../../framework/hops"} {
+		if err := filepath.WalkDir(dir, read); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// A message a spec's matcher builds is the spec's message: an importer
 	// uses what its imports use, until nothing more is added.

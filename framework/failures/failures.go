@@ -49,7 +49,11 @@ const (
 
 // The datapath (CLAIMS.md VLAN-).
 const (
-	ReachesGateway       = "must reach the gateway"                        // VLAN-01
+	ReachesGateway = "must reach the gateway" // VLAN-01
+	// Where a failed ping's frames stopped (framework/hops' line, VLAN-01):
+	// the first hop its requests never reached, or the hop no reply left.
+	NothingReached       = "nothing of it reached"                         // VLAN-01
+	NoReplyLeft          = "no reply left"                                 // VLAN-01
 	CrossesUntagged      = "may cross the trunk untagged"                  // VLAN-02
 	NoReplyReachesGuest  = "no reply may reach the guest"                  // VLAN-03
 	NoHostARPAtChild     = "no ARP frame of the host"                      // VLAN-04

@@ -96,7 +96,15 @@ func bridgeSpecs(r *run.Run) {
 			res, err := guestnet.Ping(ctx, guestA, gw)
 			Expect(err).NotTo(HaveOccurred())
 			f.Note("guest %s (%s) -> gateway %s: %d/%d echo replies", guestA.Name(), guestA.MAC(), gw, res.Received, res.Sent)
-			Expect(res.Received).To(BeNumerically(">", 0), "guest %s "+failures.ReachesGateway+" %s over VLAN 100", guestA.Name(), gw)
+			where := "" // on failure, where the frames stopped: the first question on a vendor's setup
+			if !res.Succeeded() {
+				stopped := wire.WhereItStopped(ctx, p, guestA, guestA.Addr.Addr(), gw, f.Artifact, func() {
+					guestnet.Ping(ctx, guestA, gw, probe.WithCount(2))
+				})
+				f.Note("where it stopped: %s (hop-N.pcap)", stopped)
+				where = "; where it stopped: " + stopped
+			}
+			Expect(res.Received).To(BeNumerically(">", 0), "guest %s "+failures.ReachesGateway+" %s over VLAN 100%s", guestA.Name(), gw, where)
 		})
 
 		It("[VLAN-01] lets the gateway reach the guest, at the guest's MAC", labels.Claim("VLAN-01"), func(ctx SpecContext) {

@@ -7,11 +7,14 @@ package wire
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/netip"
 	"time"
 
 	. "github.com/onsi/gomega"
 
 	"github.com/cozystack/vlan-conformance/framework/evidence"
+	"github.com/cozystack/vlan-conformance/framework/hops"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/suites/skip"
 )
@@ -50,4 +53,25 @@ func Egress(p platform.Platform, g platform.Guest) evidence.Point {
 		return at
 	}
 	return p.Trunk(g.Node())
+}
+
+// WhereItStopped follows the guest's requests to the gateway hop by hop
+// while send runs (hops.Path, hops.Follow) and says in one line where
+// they, or the replies, stopped: what a failed ping claim reports next to
+// its failure. Each hop's capture is the claim's hop-N.pcap (artifact
+// names a claim's evidence file: framework's Artifact).
+func WhereItStopped(ctx context.Context, p platform.Platform, g platform.Guest, src, gateway netip.Addr, artifact func(string) string, send func()) string {
+	pcap := func(i int) string { return artifact(fmt.Sprintf("hop-%d.pcap", i)) }
+	return hops.Follow(hops.Path(ctx, p, g), pcap, src, gateway, send).Where(trunkTag(p))
+}
+
+// trunkTag is the tag the guest's frames must carry on the trunk: the
+// VLAN's, or none on an access-mode trunk (a kind lane without 8021q).
+func trunkTag(p platform.Platform) int {
+	if a, ok := platform.As[platform.AccessTrunk](p); ok {
+		if untagged, _ := a.Untagged(); untagged {
+			return 0
+		}
+	}
+	return p.Config().VLAN
 }

@@ -108,6 +108,11 @@ func New(ctx context.Context, cfg *config.Config) (*Lab, error) {
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("gateway timers: %w", err), l.Close(ctx))
 		}
+		if cfg.SelectedControl().GatewayIgnoresPings {
+			if err := g.IgnorePings(); err != nil {
+				return nil, errors.Join(err, l.Close(ctx))
+			}
+		}
 		l.gw = g
 	}
 	return l, nil

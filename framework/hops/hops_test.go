@@ -1,0 +1,93 @@
+package hops
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/cozystack/vlan-conformance/framework/evidence"
+)
+
+// path is the lab's five hops, every one observable.
+func path() Trace {
+	return Trace{
+		{Hop: Hop{Name: "the guest's NIC"}},
+		{Hop: Hop{Name: "its port on br100"}},
+		{Hop: Hop{Name: "uplink.100"}},
+		{Hop: Hop{Name: "the trunk", Trunk: true}},
+		{Hop: Hop{Name: "the gateway"}},
+	}
+}
+
+func frames(vlan int) evidence.Frames { return evidence.Frames{{VLAN: vlan, Tagged: vlan != 0}} }
+
+// Each line names the hop where the frames stopped, as the controls of
+// VLAN-01 place a fault there.
+func TestWhereItStopped(t *testing.T) {
+	for name, tc := range map[string]struct {
+		trace func(Trace) Trace
+		want  string
+	}{
+		"the node tags the VLAN wrongly": {func(t Trace) Trace {
+			for i := range 4 {
+				t[i].ARP = frames(0)
+			}
+			t[3].ARP = frames(101)
+			return t
+		}, "the ARP request for the gateway reached the trunk tagged 101, not tagged 100; nothing of it reached the gateway"},
+		"br100 enslaves no sub-interface": {func(t Trace) Trace {
+			t[0].ARP, t[1].ARP = frames(0), frames(0)
+			t[2].Hop.Missing = "br100 on node-a enslaves no VLAN sub-interface"
+			return t
+		}, "the ARP request for the gateway reached its port on br100; br100 on node-a enslaves no VLAN sub-interface"},
+		"the gateway answers no ping": {func(t Trace) Trace {
+			for i := range t {
+				t[i].ARP, t[i].ARPReplies, t[i].Echo = frames(0), frames(0), frames(0)
+			}
+			t[3].Echo = frames(100)
+			return t
+		}, "the echo request reached the gateway; no reply left it"},
+		"a reply lost on the way back": {func(t Trace) Trace {
+			for i := range t {
+				t[i].Echo = frames(0)
+			}
+			t[4].EchoReplies, t[3].EchoReplies = frames(0), frames(100)
+			return t
+		}, "the echo request crossed every hop observed; the reply reached the trunk, but not uplink.100"},
+		"an unobservable trunk is passed over": {func(t Trace) Trace {
+			for i := range t {
+				t[i].Echo = frames(0)
+			}
+			t[4].Echo = nil
+			t[3].Err = evidence.NotObservableOn("capture", "node-a")
+			return t
+		}, "the echo request reached uplink.100; nothing of it reached the gateway [passed over: the trunk (not observable)]"},
+		"the guest sends nothing": {func(t Trace) Trace { return t },
+			"the guest sent nothing any hop saw: nothing of it reached the guest's NIC"},
+		"every hop both ways": {func(t Trace) Trace {
+			for i := range t {
+				t[i].Echo, t[i].EchoReplies = frames(0), frames(0)
+			}
+			t[3].Echo, t[3].EchoReplies = frames(100), frames(100)
+			return t
+		}, "the echo request and its reply crossed every hop observed"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := tc.trace(path()).Where(100)
+			if got != tc.want {
+				t.Fatalf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// An untagged trunk (a kind lane without 8021q) is not faulted for it.
+func TestAnUntaggedTrunkIsNamedAsSeen(t *testing.T) {
+	tr := path()
+	for i := range tr {
+		tr[i].Echo = frames(0)
+	}
+	tr[4].Echo = nil
+	if got := tr.Where(0); !strings.Contains(got, "reached the trunk untagged; nothing of it reached the gateway") {
+		t.Fatalf("got %q", got)
+	}
+}
