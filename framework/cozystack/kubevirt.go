@@ -188,13 +188,33 @@ func (r *Release) RenderKubeVirt(p *IaaS, l *Ledger) (*KubeVirt, error) {
 }
 
 // WithEmulation is a copy of the KubeVirt CR with
-// spec.configuration.developerConfiguration.useEmulation: true, the one
-// thing the suite changes in it (ledger).
+// spec.configuration.developerConfiguration.useEmulation: true, and the
+// obsolete CPU models emulation needs (EmulatedObsoleteCPUModels): the
+// things the suite changes in it (ledger).
 func WithEmulation(cr *unstructured.Unstructured, l *Ledger) *unstructured.Unstructured {
 	out := cr.DeepCopy()
+	obj := fmt.Sprintf("KubeVirt %s/%s", cr.GetNamespace(), cr.GetName())
 	_ = unstructured.SetNestedField(out.Object, true, "spec", "configuration", "developerConfiguration", "useEmulation")
-	record(l, Change{Kind: "value", Object: fmt.Sprintf("KubeVirt %s/%s", cr.GetNamespace(), cr.GetName()), What: "spec.configuration.developerConfiguration.useEmulation: true", Why: "the guests run in software emulation: the nodes give them no KVM"})
+	record(l, Change{Kind: "value", Object: obj, What: "spec.configuration.developerConfiguration.useEmulation: true", Why: "the guests run in software emulation: the nodes give them no KVM"})
+	if _, set, _ := unstructured.NestedMap(out.Object, "spec", "configuration", "obsoleteCPUModels"); !set {
+		models := map[string]any{}
+		for m, v := range EmulatedObsoleteCPUModels {
+			models[m] = v
+		}
+		_ = unstructured.SetNestedMap(out.Object, models, "spec", "configuration", "obsoleteCPUModels")
+		record(l, Change{Kind: "value", Object: obj, What: "spec.configuration.obsoleteCPUModels: KubeVirt's default list without kvm64", Why: "in software emulation libvirt's host-model is kvm64 on some hosts (an Intel Xeon here); KubeVirt's default marks it obsolete, so no node is labelled able to take a host-model VM's live migration (NoSuitableNodesForHostModelMigration) and a drain cannot move it (ARP-08)"})
+	}
 	return out
+}
+
+// EmulatedObsoleteCPUModels is KubeVirt's default list of obsolete CPU
+// models (virtconfig.DefaultObsoleteCPUModels) without kvm64: under
+// emulation libvirt may give kvm64 as a node's host-model, and a model
+// marked obsolete is never labelled migratable.
+var EmulatedObsoleteCPUModels = map[string]bool{
+	"486": true, "pentium": true, "pentium2": true, "pentium3": true, "pentiumpro": true,
+	"coreduo": true, "n270": true, "core2duo": true, "Conroe": true, "athlon": true,
+	"phenom": true, "qemu64": true, "qemu32": true, "kvm32": true,
 }
 
 // As converts a rendered object to its API type; a field that type does

@@ -79,7 +79,8 @@ func TestKubeVirtCR(t *testing.T) {
 	}
 }
 
-// WithEmulation changes a copy, in that one field, and says so.
+// WithEmulation changes a copy, in useEmulation and the obsolete CPU
+// models (kvm64 no longer among them), and says so, each in the ledger.
 func TestWithEmulation(t *testing.T) {
 	kv, _ := kubeVirt(t)
 	before := kv.CR.DeepCopy()
@@ -92,12 +93,16 @@ func TestWithEmulation(t *testing.T) {
 	if err != nil || !typed.Spec.Configuration.DeveloperConfiguration.UseEmulation {
 		t.Fatalf("useEmulation not set: %v", err)
 	}
+	if m := typed.Spec.Configuration.ObsoleteCPUModels; !m["qemu64"] || m["kvm64"] || len(m) != len(EmulatedObsoleteCPUModels) {
+		t.Errorf("obsoleteCPUModels %v, want KubeVirt's default without kvm64", m)
+	}
 	unstructured.RemoveNestedField(out.Object, "spec", "configuration", "developerConfiguration", "useEmulation")
+	unstructured.RemoveNestedField(out.Object, "spec", "configuration", "obsoleteCPUModels")
 	if !reflect.DeepEqual(out.Object, before.Object) {
-		t.Error("WithEmulation changed more than useEmulation")
+		t.Error("WithEmulation changed more than useEmulation and obsoleteCPUModels")
 	}
 	cs := l.Changes()
-	if len(cs) != 1 || cs[0].Kind != "value" || cs[0].Object != "KubeVirt cozy-kubevirt/kubevirt" || !strings.Contains(cs[0].What, "useEmulation: true") {
+	if len(cs) != 2 || cs[0].Kind != "value" || cs[0].Object != "KubeVirt cozy-kubevirt/kubevirt" || !strings.Contains(cs[0].What, "useEmulation: true") || !strings.Contains(cs[1].What, "without kvm64") {
 		t.Errorf("ledger %+v", cs)
 	}
 }

@@ -45,7 +45,7 @@ func CR(emulation bool, evict string) *kubevirtv1.KubeVirt {
 	if evict != "" {
 		strategy = kubevirtv1.EvictionStrategy(evict)
 	}
-	return &kubevirtv1.KubeVirt{
+	cr := &kubevirtv1.KubeVirt{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "kubevirt.io/v1", Kind: "KubeVirt"},
 		ObjectMeta: metav1.ObjectMeta{Name: Name, Namespace: Namespace, Labels: kube.Owned()},
 		Spec: kubevirtv1.KubeVirtSpec{
@@ -56,6 +56,10 @@ func CR(emulation bool, evict string) *kubevirtv1.KubeVirt {
 			},
 		},
 	}
+	if emulation {
+		cr.Spec.Configuration.ObsoleteCPUModels = cozystack.EmulatedObsoleteCPUModels
+	}
+	return cr
 }
 
 // Emulation decides KubeVirt's useEmulation.

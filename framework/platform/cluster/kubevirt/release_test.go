@@ -10,9 +10,9 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/config/configtest"
 )
 
-// The KubeVirt CR applied is the release's, with useEmulation (where the
-// nodes give no KVM) and the operator's namespace as the only changes,
-// both in the ledger.
+// The KubeVirt CR applied is the release's, with useEmulation and the
+// obsolete CPU models emulation needs (where the nodes give no KVM) and
+// the operator's namespace as the only changes, each in the ledger.
 func TestReleaseCR(t *testing.T) {
 	cfg := configtest.ClusterRelease(t, "../../../..")
 	subj := cfg.Subject()
@@ -28,8 +28,13 @@ func TestReleaseCR(t *testing.T) {
 		undone := cr.DeepCopy()
 		undone.SetNamespace(subj.KubeVirt.CR.GetNamespace())
 		unstructured.RemoveNestedField(undone.Object, "spec", "configuration", "developerConfiguration", "useEmulation")
+		_, obsolete, _ := unstructured.NestedMap(undone.Object, "spec", "configuration", "obsoleteCPUModels")
+		if obsolete != emulation {
+			t.Errorf("emulation %v: obsoleteCPUModels set: %v", emulation, obsolete)
+		}
+		unstructured.RemoveNestedField(undone.Object, "spec", "configuration", "obsoleteCPUModels")
 		if d := cmp.Diff(subj.KubeVirt.CR.Object, undone.Object); d != "" {
-			t.Errorf("emulation %v: more than the two changes:\n%s", emulation, d)
+			t.Errorf("emulation %v: more than the three changes:\n%s", emulation, d)
 		}
 	}
 	var rows []string
@@ -37,7 +42,7 @@ func TestReleaseCR(t *testing.T) {
 		rows = append(rows, c.Object+": "+c.What)
 	}
 	all := strings.Join(rows, "\n")
-	for _, want := range []string{"useEmulation: true", "useEmulation left unset", "metadata.namespace: cozy-kubevirt → kubevirt", "rendered → applied, in full"} {
+	for _, want := range []string{"useEmulation: true", "obsoleteCPUModels: KubeVirt's default list without kvm64", "useEmulation left unset", "metadata.namespace: cozy-kubevirt → kubevirt", "rendered → applied, in full"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("no ledger row with %q:\n%s", want, all)
 		}
