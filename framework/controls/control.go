@@ -101,9 +101,13 @@ type Control struct {
 	// it declares.
 	GatewayTimers func(declared map[string]string) map[string]string
 	// GatewayIgnoresPings: the lab's gateway answers no echo request
-	// (net.ipv4.icmp_echo_ignore_all in its netns), the hop a failed
-	// ping's line must name (framework/hops).
+	// (net.ipv4.icmp_echo_ignore_all in its netns), the hop the guest's
+	// failed ping must name (framework/hops).
 	GatewayIgnoresPings bool
+	// GuestIgnoresPings: the lab's guests answer no echo request (the
+	// same sysctl in each guest's netns), the hop the gateway's failed
+	// ping must name.
+	GuestIgnoresPings bool
 	// GuestUp is what happens on the VLAN as a guest's address comes up:
 	// Quiet (the zero value) is the guide's.
 	GuestUp GuestUp

@@ -68,10 +68,12 @@ var registry = []Control{
 
 	// The datapath (CLAIMS.md VLAN-): the broken subject the platform
 	// builds instead of the guide's.
-	// The two below show that a failed ping names the hop its frames
-	// stopped at (framework/hops): the gateway, which no reply leaves; the
-	// trunk, which carries the wrong tag, so nothing reaches the gateway.
-	{ID: "VLAN-01/gateway-ignores-pings", Claim: "VLAN-01", Description: "the gateway answers no echo request (net.ipv4.icmp_echo_ignore_all=1 in its netns)", GatewayIgnoresPings: true, Expect: failures.NoReplyLeft},
+	// These show that a failed ping names the hop its frames stopped at
+	// (framework/hops), either way: the gateway or the guest, which no
+	// reply leaves; the trunk, which carries the wrong tag, so nothing
+	// reaches the gateway (wrong-vlan-id).
+	{ID: "VLAN-01/gateway-ignores-pings", Claim: "VLAN-01", Description: "the gateway answers no echo request (net.ipv4.icmp_echo_ignore_all=1 in its netns)", GatewayIgnoresPings: true, Expect: "reached the gateway; " + failures.NoReplyLeft},
+	{ID: "VLAN-01/guest-ignores-pings", Claim: "VLAN-01", Description: "the guest answers no echo request (net.ipv4.icmp_echo_ignore_all=1 in its netns)", GuestIgnoresPings: true, Expect: "reached the guest's NIC; " + failures.NoReplyLeft},
 	{ID: "VLAN-01/no-vlan-subinterface", Claim: "VLAN-01", Description: "br100 enslaves no VLAN sub-interface (uplink.100 absent)", OnVMs: true, BridgeWiring: fabric.NoSubinterface, Expect: failures.ReachesGateway},
 	{ID: "VLAN-01/wrong-vlan-id", Claim: "VLAN-01", Description: "the node's sub-interface carries VLAN 101, the gateway VLAN 100", BridgeWiring: fabric.WrongVLAN, Expect: "the trunk tagged 101, not tagged 100; " + failures.NothingReached + " the gateway"},
 	{ID: "VLAN-02/untagged-wiring", Claim: "VLAN-02", Description: "br100 enslaves the untagged uplink itself", BridgeWiring: fabric.UntaggedUplink, Expect: failures.CrossesUntagged},

@@ -5,6 +5,9 @@ import (
 	"net/netip"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/cozystack/vlan-conformance/framework/nsexec"
 )
 
 // Link is one interface of a namespace as netlink reports it: what the
@@ -19,6 +22,51 @@ type Link struct {
 	Parent string
 	VLANID int            // a VLAN sub-interface's id; 0 for other kinds
 	Addrs  []netip.Prefix // its IPv4 and global IPv6 addresses
+}
+
+// Driver is what `ethtool -i` says of a link: the driver behind it, its
+// version, the NIC's firmware and bus address ("" where the driver has
+// none, as a veth). A certification's product file names the uplink's.
+type Driver struct {
+	Name, Version, Firmware, Bus string
+}
+
+// ReadDriver asks the kernel for iface's driver information in the
+// namespace at netns (ETHTOOL_GDRVINFO, read-only; "" = this process's).
+func ReadDriver(netns, iface string) (Driver, error) {
+	var d Driver
+	err := nsexec.Do(netns, func() error {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		info, err := unix.IoctlGetEthtoolDrvinfo(fd, iface)
+		if err != nil {
+			return err
+		}
+		d = Driver{
+			Name:     unix.ByteSliceToString(info.Driver[:]),
+			Version:  unix.ByteSliceToString(info.Version[:]),
+			Firmware: unix.ByteSliceToString(info.Fw_version[:]),
+			Bus:      unix.ByteSliceToString(info.Bus_info[:]),
+		}
+		return nil
+	})
+	if err != nil {
+		return d, fmt.Errorf("driver of %s: %w", iface, err)
+	}
+	return d, nil
+}
+
+func (d Driver) String() string {
+	or := func(s string) string {
+		if s == "" {
+			return "none"
+		}
+		return s
+	}
+	return fmt.Sprintf("driver %s (version %s), firmware %s, bus %s", d.Name, or(d.Version), or(d.Firmware), or(d.Bus))
 }
 
 // Route is a route of the namespace's main IPv4 table.

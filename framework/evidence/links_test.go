@@ -48,6 +48,15 @@ func TestReadLinksAndRoutes(t *testing.T) {
 	must(h.AddrAdd(br, &netlink.Addr{IPNet: &net.IPNet{IP: net.IPv4(203, 0, 113, 2), Mask: net.CIDRMask(24, 32)}}))
 	must(h.RouteAdd(&netlink.Route{LinkIndex: br.Attrs().Index, Dst: &net.IPNet{IP: net.IPv4zero, Mask: net.CIDRMask(0, 32)}, Gw: net.IPv4(203, 0, 113, 1)}))
 
+	drv, err := evidence.ReadDriver(ns.Path, "uplink")
+	must(err)
+	if drv.Name != "veth" {
+		t.Errorf("uplink's driver: %+v; want veth, as ethtool -i says", drv)
+	}
+	if _, err := evidence.ReadDriver(ns.Path, "no-such-link"); err == nil {
+		t.Error("a link the namespace lacks has a driver")
+	}
+
 	links, err := evidence.ReadLinks(h)
 	must(err)
 	if c := links["child"]; c.Kind != "macvlan" || c.Master != "br100" || c.Parent != "uplink" || len(c.Addrs) != 0 || c.MTU != 1400 {

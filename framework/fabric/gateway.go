@@ -3,11 +3,8 @@ package fabric
 import (
 	"fmt"
 	"net/netip"
-	"os"
 
 	"github.com/vishvananda/netlink"
-
-	"github.com/cozystack/vlan-conformance/framework/nsexec"
 )
 
 // buildGateway makes the gateway netns's switch bridge (the "trunk" every
@@ -18,10 +15,8 @@ func (f *Fabric) buildGateway() error {
 		// A router answers ARP only for the addresses of the VLAN a request
 		// arrives on; Linux's default (arp_ignore=0) would answer for
 		// 198.51.100.1 on VLAN 100 and blur the isolation claim.
-		if err := nsexec.Do(f.Gateway.Path, func() error {
-			return os.WriteFile("/proc/sys/net/ipv4/conf/all/arp_ignore", []byte("1"), 0o644)
-		}); err != nil {
-			return fmt.Errorf("arp_ignore: %w", err)
+		if err := NetSysctl(f.Gateway.Path, "ipv4/conf/all/arp_ignore", "1"); err != nil {
+			return err
 		}
 	}
 	sw := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: TrunkName, MTU: f.Spec.MTU}}

@@ -91,6 +91,18 @@ func openNamespace(name, path string) (*Namespace, error) {
 	return &Namespace{Name: name, Path: path, Handle: nh}, nil
 }
 
+// NetSysctl writes one of a namespace's own net sysctls (key under
+// /proc/sys/net, e.g. "ipv4/icmp_echo_ignore_all"): read through the
+// writing thread's namespace, it never touches the host's.
+func NetSysctl(netnsPath, key, value string) error {
+	return nsexec.Do(netnsPath, func() error {
+		if err := os.WriteFile(filepath.Join("/proc/sys/net", key), []byte(value), 0o644); err != nil {
+			return fmt.Errorf("sysctl net.%s: %w", strings.ReplaceAll(key, "/", "."), err)
+		}
+		return nil
+	})
+}
+
 // Delete removes the namespace; its links go with it.
 func (n *Namespace) Delete() error {
 	if n.Handle != nil {

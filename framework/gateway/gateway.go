@@ -91,12 +91,10 @@ var neighProfileSource = map[string]string{
 // whose control plane drops ICMP would (a negative control of VLAN-01's
 // line of where its frames stopped). Its netns goes with it.
 func (g *Netns) IgnorePings() error {
-	return nsexec.Do(g.ns.Path, func() error {
-		if err := os.WriteFile("/proc/sys/net/ipv4/icmp_echo_ignore_all", []byte("1"), 0o644); err != nil {
-			return fmt.Errorf("gateway icmp_echo_ignore_all: %w", err)
-		}
-		return nil
-	})
+	if err := fabric.NetSysctl(g.ns.Path, "ipv4/icmp_echo_ignore_all", "1"); err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	return nil
 }
 
 func (g *Netns) sysctlDir() string { return filepath.Join("/proc/sys/net/ipv4/neigh", g.iface) }

@@ -41,9 +41,26 @@ type Hop struct {
 	Missing string
 }
 
-// Path is the hops from g to the gateway, in the order a request crosses
-// them.
-func Path(ctx context.Context, p platform.Platform, g platform.Guest) []Hop {
+// Direction is which way the followed request goes.
+type Direction bool
+
+const (
+	ToGateway Direction = false // the guest's request to the gateway
+	ToGuest   Direction = true  // the gateway's request to the guest
+)
+
+// Path is the hops between g and the gateway, in the order a request
+// going d crosses them.
+func Path(ctx context.Context, p platform.Platform, g platform.Guest, d Direction) []Hop {
+	hops := path(ctx, p, g)
+	if d == ToGuest {
+		slices.Reverse(hops)
+	}
+	return hops
+}
+
+// path is the hops from g to the gateway.
+func path(ctx context.Context, p platform.Platform, g platform.Guest) []Hop {
 	n := g.Node()
 	port := Hop{Name: "its port on " + fabric.BridgeName}
 	switch fdb, err := nodenet.BridgeFDB(ctx, n); {
@@ -95,7 +112,7 @@ func (s Seen) observed() bool { return s.Err == nil && s.Hop.Missing == "" }
 type Trace []Seen
 
 // Follow captures at every hop while send runs and keeps what each saw of
-// the guest's (src's) requests to the gateway (dst) and of the replies;
+// src's requests to dst and of dst's replies;
 // hop i's capture (from 1) is written to pcap(i).
 func Follow(hops []Hop, pcap func(i int) string, src, dst netip.Addr, send func()) Trace {
 	t := make(Trace, len(hops))
@@ -128,13 +145,14 @@ func Follow(hops []Hop, pcap func(i int) string, src, dst netip.Addr, send func(
 	return t
 }
 
-// Where says in one line where the guest's requests or their replies
-// stopped, given the VLAN the trunk should carry them on: its echo
-// requests, or its ARP requests for the gateway where it sent none.
-func (t Trace) Where(vlan int) string {
+// Where says in one line where the sender's requests or their replies
+// stopped, given the VLAN the trunk should carry them on and how the
+// target is named ("the gateway"): its echo requests, or its ARP requests
+// for the target where it sent none.
+func (t Trace) Where(vlan int, target string) string {
 	what, req, rep := "the echo request", func(s Seen) evidence.Frames { return s.Echo }, func(s Seen) evidence.Frames { return s.EchoReplies }
 	if !slices.ContainsFunc(t, func(s Seen) bool { return len(s.Echo) > 0 }) {
-		what, req, rep = "the ARP request for the gateway", func(s Seen) evidence.Frames { return s.ARP }, func(s Seen) evidence.Frames { return s.ARPReplies }
+		what, req, rep = "the ARP request for "+target, func(s Seen) evidence.Frames { return s.ARP }, func(s Seen) evidence.Frames { return s.ARPReplies }
 	}
 	last := -1 // the last hop that saw a request
 	for i, s := range t {
@@ -172,7 +190,7 @@ func (t Trace) Where(vlan int) string {
 // stopped is the line for requests last seen at hop last (-1: nowhere).
 func (t Trace) stopped(what string, last, vlan int, req func(Seen) evidence.Frames, then string) string {
 	if last < 0 {
-		return "the guest sent nothing any hop saw: " + then + t.unobserved()
+		return "nothing any hop saw was sent: " + then + t.unobserved()
 	}
 	return fmt.Sprintf("%s reached %s; %s", what, t.crossed(last, vlan, req), then) + t.unobserved()
 }

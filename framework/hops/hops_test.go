@@ -7,8 +7,8 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 )
 
-// path is the lab's five hops, every one observable.
-func path() Trace {
+// lab is the lab's five hops to the gateway, every one observable.
+func lab() Trace {
 	return Trace{
 		{Hop: Hop{Name: "the guest's NIC"}},
 		{Hop: Hop{Name: "its port on br100"}},
@@ -62,7 +62,7 @@ func TestWhereItStopped(t *testing.T) {
 			return t
 		}, "the echo request reached uplink.100; nothing of it reached the gateway [passed over: the trunk (not observable)]"},
 		"the guest sends nothing": {func(t Trace) Trace { return t },
-			"the guest sent nothing any hop saw: nothing of it reached the guest's NIC"},
+			"nothing any hop saw was sent: nothing of it reached the guest's NIC"},
 		"every hop both ways": {func(t Trace) Trace {
 			for i := range t {
 				t[i].Echo, t[i].EchoReplies = frames(0), frames(0)
@@ -72,7 +72,7 @@ func TestWhereItStopped(t *testing.T) {
 		}, "the echo request and its reply crossed every hop observed"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got := tc.trace(path()).Where(100)
+			got := tc.trace(lab()).Where(100, "the gateway")
 			if got != tc.want {
 				t.Fatalf("got  %q\nwant %q", got, tc.want)
 			}
@@ -82,12 +82,28 @@ func TestWhereItStopped(t *testing.T) {
 
 // An untagged trunk (a kind lane without 8021q) is not faulted for it.
 func TestAnUntaggedTrunkIsNamedAsSeen(t *testing.T) {
-	tr := path()
+	tr := lab()
 	for i := range tr {
 		tr[i].Echo = frames(0)
 	}
 	tr[4].Echo = nil
-	if got := tr.Where(0); !strings.Contains(got, "reached the trunk untagged; nothing of it reached the gateway") {
+	if got := tr.Where(0, "the gateway"); !strings.Contains(got, "reached the trunk untagged; nothing of it reached the gateway") {
 		t.Fatalf("got %q", got)
+	}
+}
+
+// The gateway's request to the guest crosses the hops the other way; the
+// line names the guest as its target.
+func TestWhereTheGatewaysRequestStopped(t *testing.T) {
+	tr := lab()
+	for i := range tr {
+		tr[i].ARP = frames(0)
+	}
+	tr[3].ARP = frames(100)
+	tr[0].ARP = nil // the guest's NIC, last on the way from the gateway
+	rev := Trace{tr[4], tr[3], tr[2], tr[1], tr[0]}
+	want := "the ARP request for the guest reached its port on br100; nothing of it reached the guest's NIC"
+	if got := rev.Where(100, "the guest"); got != want {
+		t.Fatalf("got  %q\nwant %q", got, want)
 	}
 }

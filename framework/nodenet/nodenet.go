@@ -105,6 +105,20 @@ func Links(_ context.Context, n platform.Node) (map[string]evidence.Link, error)
 	return out, nil
 }
 
+// Driver is what `ethtool -i` says of one of the node's links (NODE-01's
+// evidence names the uplink's NIC: what a vendor's product file declares).
+func Driver(_ context.Context, n platform.Node, iface string) (evidence.Driver, error) {
+	nn, err := in(n, "the NIC's driver")
+	if err != nil {
+		return evidence.Driver{}, err
+	}
+	d, err := evidence.ReadDriver(nn.Netns, iface)
+	if err != nil {
+		return d, fmt.Errorf("node %s: %w", n.Name(), err)
+	}
+	return d, nil
+}
+
 // Routes is the node's main IPv4 table (NODE-02: where its default route
 // is).
 func Routes(_ context.Context, n platform.Node) ([]evidence.Route, error) {

@@ -16,6 +16,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/failures"
 	"github.com/cozystack/vlan-conformance/framework/guestnet"
+	"github.com/cozystack/vlan-conformance/framework/hops"
 	"github.com/cozystack/vlan-conformance/framework/nodenet"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/probe"
@@ -98,7 +99,7 @@ func bridgeSpecs(r *run.Run) {
 			f.Note("guest %s (%s) -> gateway %s: %d/%d echo replies", guestA.Name(), guestA.MAC(), gw, res.Received, res.Sent)
 			where := "" // on failure, where the frames stopped: the first question on a vendor's setup
 			if !res.Succeeded() {
-				stopped := wire.WhereItStopped(ctx, p, guestA, guestA.Addr.Addr(), gw, f.Artifact, func() {
+				stopped := wire.WhereItStopped(ctx, p, guestA, guestA.Addr.Addr(), gw, hops.ToGateway, f.Artifact, func() {
 					guestnet.Ping(ctx, guestA, gw, probe.WithCount(2))
 				})
 				f.Note("where it stopped: %s (hop-N.pcap)", stopped)
@@ -112,7 +113,15 @@ func bridgeSpecs(r *run.Run) {
 			res, err := p.Gateway().Ping(ctx, addr)
 			skip.IfNotObservable(err)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(res.Received).To(BeNumerically(">", 0), "the gateway must reach guest %s at %s", guestA.Name(), addr)
+			where := ""
+			if !res.Succeeded() {
+				stopped := wire.WhereItStopped(ctx, p, guestA, addr, gw, hops.ToGuest, f.Artifact, func() {
+					p.Gateway().Ping(ctx, addr, probe.WithCount(2))
+				})
+				f.Note("where it stopped: %s (hop-N.pcap)", stopped)
+				where = "; where it stopped: " + stopped
+			}
+			Expect(res.Received).To(BeNumerically(">", 0), "the gateway must reach guest %s at %s%s", guestA.Name(), addr, where)
 
 			neigh, err := p.Gateway().Neighbor(ctx, addr)
 			Expect(err).NotTo(HaveOccurred())

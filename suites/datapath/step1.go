@@ -58,6 +58,12 @@ func step1Specs(r *run.Run) {
 				sub := subs[0]
 				Expect(sub.VLANID).To(Equal(vlan), "%s on %s must carry VLAN %d", sub.Name, node.Name(), vlan)
 				Expect(sub.Parent).NotTo(BeEmpty(), "%s on %s must sit on the node's uplink", sub.Name, node.Name())
+				// The uplink's NIC, as a vendor's product file names it (ethtool -i).
+				if drv, err := nodenet.Driver(ctx, node, sub.Parent); err == nil {
+					f.Note("node %s: uplink %s: %s", node.Name(), sub.Parent, drv)
+				} else {
+					f.Note("node %s: uplink %s: no driver information: %v", node.Name(), sub.Parent, err)
+				}
 				Expect(sub.Addrs).To(BeEmpty(), "on %s "+failures.SubinterfaceCarriesNoAddress+": %s has %v", node.Name(), sub.Name, sub.Addrs)
 			}
 		})

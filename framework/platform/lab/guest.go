@@ -94,6 +94,11 @@ func startGuest(ctx context.Context, l *Lab, spec platform.VMSpec) (_ *guest, er
 	if err := cloudinit.Apply(g.vm.Handle, spec.CloudInit); err != nil {
 		return nil, fmt.Errorf("cloud-init: %w", err)
 	}
+	if subjectFor(l.cfg).ignoresPings {
+		if err := fabric.NetSysctl(g.vm.Path, "ipv4/icmp_echo_ignore_all", "1"); err != nil {
+			return nil, fmt.Errorf("guest: %w", err)
+		}
+	}
 	switch l.cfg.SelectedControl().GuestUp {
 	case controls.GuestAnnounces:
 		if err := guestnet.GARP(ctx, g); err != nil {

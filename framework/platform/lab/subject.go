@@ -31,6 +31,8 @@ type subject struct {
 	silentGuest bool
 	// probeCannotLeave: the guest's ARP probes fail to send (NIC down).
 	probeCannotLeave bool
+	// ignoresPings: the guest answers no echo request.
+	ignoresPings bool
 }
 
 // hostLocalDataDir holds the leases of the host-local control; the lab
@@ -50,6 +52,7 @@ func subjectFor(cfg *config.Config) subject {
 		},
 		silentGuest:      ctl.SilentGuest,
 		probeCannotLeave: ctl.ProbeCannotLeave,
+		ignoresPings:     ctl.GuestIgnoresPings,
 	}
 	if ctl.HostLocalIPAM {
 		s.nadConfig = addresses.WithHostLocalIPAM(netip.MustParsePrefix(cfg.Subnet), hostLocalDataDir)
