@@ -8,6 +8,7 @@ package certify
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -63,7 +64,7 @@ func (p Product) check() error {
 			errs = append(errs, fmt.Errorf("%s: missing", field))
 		}
 	}
-	for _, id := range sortedKeys(p.NotApplicable) {
+	for _, id := range slices.Sorted(maps.Keys(p.NotApplicable)) {
 		c, ok := claims.ByID(id)
 		switch {
 		case !ok:
@@ -145,13 +146,4 @@ func Failed(out []Outcome) []string {
 		}
 	}
 	return ids
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -82,10 +82,7 @@ func ReadLinks(h *netlink.Handle) (map[string]Link, error) {
 	if err != nil {
 		return nil, err
 	}
-	names := map[int]string{}
-	for _, l := range links {
-		names[l.Attrs().Index] = l.Attrs().Name
-	}
+	names := linkNames(links)
 	out := map[string]Link{}
 	for _, l := range links {
 		a := l.Attrs()
@@ -114,16 +111,22 @@ func ReadLinks(h *netlink.Handle) (map[string]Link, error) {
 	return out, nil
 }
 
+// linkNames is each link's name by its index.
+func linkNames(links []netlink.Link) map[int]string {
+	names := map[int]string{}
+	for _, l := range links {
+		names[l.Attrs().Index] = l.Attrs().Name
+	}
+	return names
+}
+
 // ReadRoutes is the main IPv4 table of the namespace h is in.
 func ReadRoutes(h *netlink.Handle) ([]Route, error) {
 	links, err := h.LinkList()
 	if err != nil {
 		return nil, err
 	}
-	names := map[int]string{}
-	for _, l := range links {
-		names[l.Attrs().Index] = l.Attrs().Name
-	}
+	names := linkNames(links)
 	routes, err := h.RouteList(nil, netlink.FAMILY_V4)
 	if err != nil {
 		return nil, err

@@ -48,15 +48,9 @@ func Serve(_ context.Context, n platform.Node) (probe.Service, error) {
 
 // BridgeFDB reads what br100 has learned or owns, per port (ARP-06, ARP-08).
 func BridgeFDB(_ context.Context, n platform.Node) ([]evidence.FDBEntry, error) {
-	nn, err := in(n, "the bridge FDB")
-	if err != nil {
-		return nil, err
-	}
-	out, err := evidence.ReadBridgeFDB(nn.Handle, fabric.BridgeName)
-	if err != nil {
-		return nil, fmt.Errorf("node %s: %w", n.Name(), err)
-	}
-	return out, nil
+	return read(n, "the bridge FDB", func(nn *fabric.NodeNetns) ([]evidence.FDBEntry, error) {
+		return evidence.ReadBridgeFDB(nn.Handle, fabric.BridgeName)
+	})
 }
 
 // Bridges lists the node's bridges and the ports of each (VLAN-14: a NAD
@@ -94,41 +88,32 @@ func BridgeParent(_ context.Context, n platform.Node) (undo func() error, err er
 // Links are the node's interfaces, by name (NODE-01, NODE-03: what step 1
 // made of them).
 func Links(_ context.Context, n platform.Node) (map[string]evidence.Link, error) {
-	nn, err := in(n, "the links")
-	if err != nil {
-		return nil, err
-	}
-	out, err := evidence.ReadLinks(nn.Handle)
-	if err != nil {
-		return nil, fmt.Errorf("node %s: %w", n.Name(), err)
-	}
-	return out, nil
+	return read(n, "the links", func(nn *fabric.NodeNetns) (map[string]evidence.Link, error) { return evidence.ReadLinks(nn.Handle) })
 }
 
 // Driver is what `ethtool -i` says of one of the node's links (NODE-01's
 // evidence names the uplink's NIC: what a vendor's product file declares).
 func Driver(_ context.Context, n platform.Node, iface string) (evidence.Driver, error) {
-	nn, err := in(n, "the NIC's driver")
-	if err != nil {
-		return evidence.Driver{}, err
-	}
-	d, err := evidence.ReadDriver(nn.Netns, iface)
-	if err != nil {
-		return d, fmt.Errorf("node %s: %w", n.Name(), err)
-	}
-	return d, nil
+	return read(n, "the NIC's driver", func(nn *fabric.NodeNetns) (evidence.Driver, error) { return evidence.ReadDriver(nn.Netns, iface) })
 }
 
 // Routes is the node's main IPv4 table (NODE-02: where its default route
 // is).
 func Routes(_ context.Context, n platform.Node) ([]evidence.Route, error) {
-	nn, err := in(n, "the routes")
+	return read(n, "the routes", func(nn *fabric.NodeNetns) ([]evidence.Route, error) { return evidence.ReadRoutes(nn.Handle) })
+}
+
+// read is what fn reads in the node's namespace, the node named in its
+// error, or why the suite cannot enter the node.
+func read[T any](n platform.Node, what string, fn func(*fabric.NodeNetns) (T, error)) (T, error) {
+	nn, err := in(n, what)
 	if err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
-	out, err := evidence.ReadRoutes(nn.Handle)
+	out, err := fn(nn)
 	if err != nil {
-		return nil, fmt.Errorf("node %s: %w", n.Name(), err)
+		return out, fmt.Errorf("node %s: %w", n.Name(), err)
 	}
 	return out, nil
 }
