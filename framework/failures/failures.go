@@ -58,7 +58,7 @@ const (
 	NoReplyReachesGuest  = "no reply may reach the guest"                  // VLAN-03
 	NoHostARPAtChild     = "no ARP frame of the host"                      // VLAN-04
 	NoConnectionToParent = "must not open a connection"                    // VLAN-04
-	ReachesGuest         = "must reach the guest"                          // VLAN-05
+	NotTheNodeAddress    = "does not carry the node's address"             // VLAN-05
 	ConnectsToService    = "must connect to the service"                   // VLAN-05
 	CarriesNoIP          = "must carry no IP"                              // VLAN-06
 	DefaultRouteOnPodNIC = "the default route must stay on the pod NIC"    // VLAN-07

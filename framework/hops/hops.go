@@ -1,12 +1,13 @@
-// Package hops follows a guest's echo request to the gateway and its reply
-// back, hop by hop, and says in one line where they stopped: the first
-// question when a datapath claim fails on a vendor's setup (issue 25).
-// The hops are those of the guide's step 1, in the order a request
-// crosses them:
+// Package hops follows a guest's echo request to the gateway, or to its
+// node's address, and its reply back, hop by hop, and says in one line
+// where they stopped: the first question when a datapath claim fails on a
+// vendor's setup (issue 25). The hops are those of the guide's step 1, in
+// the order a request from the guest crosses them:
 //
 //	guest's NIC ──> its port on br100 ──> uplink.100 ──> the trunk ──> the gateway's VLAN interface
-//	(a VM's: its    (the port br100's    (the VLAN      (tagged;      (where the suite
-//	 launcher's tap) FDB learned its MAC)  sub-interface) the uplink)   made the gateway)
+//	(a VM's: its    (the port br100's  │  (the VLAN      (tagged;      (where the suite
+//	 launcher's tap) FDB learned its MAC)│  sub-interface) the uplink)   made the gateway)
+//	                                   └──> br100 itself: the node's own address (VLAN-05)
 //
 // A capture on br100 itself sees only the bridge's own traffic, not what
 // it forwards between ports: the guest's port is where a frame enters it.
@@ -18,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -45,22 +47,33 @@ type Hop struct {
 type Direction bool
 
 const (
-	ToGateway Direction = false // the guest's request to the gateway
-	ToGuest   Direction = true  // the gateway's request to the guest
+	FromGuest Direction = false // the guest's request to the gateway, or to its node
+	ToGuest   Direction = true  // the gateway's request, or the node's, to the guest
 )
 
 // Path is the hops between g and the gateway, in the order a request
 // going d crosses them.
 func Path(ctx context.Context, p platform.Platform, g platform.Guest, d Direction) []Hop {
-	hops := path(ctx, p, g)
+	return going(d, path(ctx, p, g))
+}
+
+// NodePath is the hops between g and its node's own address, which the
+// guide puts on br100 (VLAN-05), in the order a request going d crosses
+// them.
+func NodePath(ctx context.Context, g platform.Guest, d Direction) []Hop {
+	return going(d, append(guestSide(ctx, g), nodeAddress(ctx, g.Node())))
+}
+
+// going orders hops listed from the guest outwards for a request going d.
+func going(d Direction, hops []Hop) []Hop {
 	if d == ToGuest {
 		slices.Reverse(hops)
 	}
 	return hops
 }
 
-// path is the hops from g to the gateway.
-func path(ctx context.Context, p platform.Platform, g platform.Guest) []Hop {
+// guestSide is the first two hops from g: its NIC and its port on br100.
+func guestSide(ctx context.Context, g platform.Guest) []Hop {
 	n := g.Node()
 	port := Hop{Name: "its port on " + fabric.BridgeName}
 	switch fdb, err := nodenet.BridgeFDB(ctx, n); {
@@ -75,6 +88,43 @@ func path(ctx context.Context, p platform.Platform, g platform.Guest) []Hop {
 		nn := n.Step1()
 		port.Point = evidence.Point{Netns: nn.Netns, Iface: fdb[i].Port, Label: fdb[i].Port + ", the guest's port on " + fabric.BridgeName + " of " + n.Name()}
 	}
+	return []Hop{{Name: "the guest's NIC", Point: g.VLANPoint()}, port}
+}
+
+// nodeAddress is br100 itself as the hop where the node's own address
+// sends and answers. A capture there sees the node's traffic (not what
+// the bridge forwards). An address the node holds elsewhere is where the
+// frames stop: a request from the guest reaches br100, which does not
+// answer for it, and the node's own request never enters the bridge.
+func nodeAddress(ctx context.Context, n platform.Node) Hop {
+	h := Hop{Name: fabric.BridgeName + " of " + n.Name()}
+	links, err := nodenet.Links(ctx, n)
+	if err != nil {
+		h.Point = evidence.Point{Label: h.Name, Err: err}
+		return h
+	}
+	addr := n.Address().Addr()
+	holder := ""
+	for _, name := range slices.Sorted(maps.Keys(links)) {
+		if slices.ContainsFunc(links[name].Addrs, func(p netip.Prefix) bool { return p.Addr() == addr }) {
+			holder = name
+			break
+		}
+	}
+	switch holder {
+	case fabric.BridgeName:
+		h.Point = evidence.Point{Netns: n.Step1().Netns, Iface: fabric.BridgeName, Label: fabric.BridgeName + " on " + n.Name() + ", the node's address " + addr.String()}
+	case "":
+		h.Missing = fmt.Sprintf("%s on %s %s %s: no link of the node holds it", fabric.BridgeName, n.Name(), failures.NotTheNodeAddress, addr)
+	default:
+		h.Missing = fmt.Sprintf("%s on %s %s %s: %s holds it", fabric.BridgeName, n.Name(), failures.NotTheNodeAddress, addr, holder)
+	}
+	return h
+}
+
+// path is the hops from g to the gateway.
+func path(ctx context.Context, p platform.Platform, g platform.Guest) []Hop {
+	n := g.Node()
 	parent := Hop{Name: "the VLAN sub-interface", Point: n.ParentPoint()}
 	switch {
 	case parent.Point.Iface != "":
@@ -84,13 +134,11 @@ func path(ctx context.Context, p platform.Platform, g platform.Guest) []Hop {
 	case parent.Point.Err == nil:
 		parent.Point.Err = evidence.NotObservableOn("the VLAN sub-interface", n.Name())
 	}
-	return []Hop{
-		{Name: "the guest's NIC", Point: g.VLANPoint()},
-		port,
+	return append(guestSide(ctx, g),
 		parent,
-		{Name: "the trunk", Point: p.Trunk(n), Trunk: true},
-		{Name: "the gateway", Point: p.Gateway().VLANPoint()},
-	}
+		Hop{Name: "the trunk", Point: p.Trunk(n), Trunk: true},
+		Hop{Name: "the gateway", Point: p.Gateway().VLANPoint()},
+	)
 }
 
 // Seen is what one hop saw while the requests were sent.

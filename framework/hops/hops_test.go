@@ -107,3 +107,23 @@ func TestWhereTheGatewaysRequestStopped(t *testing.T) {
 		t.Fatalf("got  %q\nwant %q", got, want)
 	}
 }
+
+// The node's own address off br100 (VLAN-05's control) is where the
+// node's request to the guest stops: it never enters the bridge.
+func TestWhereTheNodesRequestStopped(t *testing.T) {
+	missing := "br100 on node-a does not carry the node's address 203.0.113.2: uplink.100 holds it"
+	node := Trace{
+		{Hop: Hop{Name: "br100 of node-a", Missing: missing}},
+		{Hop: Hop{Name: "its port on br100"}},
+		{Hop: Hop{Name: "the guest's NIC"}},
+	}
+	if got, want := node.Where(0, "the guest"), "nothing any hop saw was sent: "+missing; got != want {
+		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+	// The guest's request the other way reaches its port, and no further.
+	guest := Trace{node[2], node[1], node[0]}
+	guest[0].Echo, guest[1].Echo = frames(0), frames(0)
+	if got, want := guest.Where(0, "the node"), "the echo request reached its port on br100; "+missing; got != want {
+		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+}

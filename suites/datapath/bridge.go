@@ -97,14 +97,9 @@ func bridgeSpecs(r *run.Run) {
 			res, err := guestnet.Ping(ctx, guestA, gw)
 			Expect(err).NotTo(HaveOccurred())
 			f.Note("guest %s (%s) -> gateway %s: %d/%d echo replies", guestA.Name(), guestA.MAC(), gw, res.Received, res.Sent)
-			where := "" // on failure, where the frames stopped: the first question on a vendor's setup
-			if !res.Succeeded() {
-				stopped := wire.WhereItStopped(ctx, p, guestA, guestA.Addr.Addr(), gw, hops.ToGateway, f.Artifact, func() {
-					guestnet.Ping(ctx, guestA, gw, probe.WithCount(2))
-				})
-				f.Note("where it stopped: %s (hop-N.pcap)", stopped)
-				where = "; where it stopped: " + stopped
-			}
+			where := whereItStopped(f, p, res, func() []hops.Hop { return hops.Path(ctx, p, guestA, hops.FromGuest) }, guestA.Addr.Addr(), gw, "the gateway", func() {
+				guestnet.Ping(ctx, guestA, gw, probe.WithCount(2))
+			})
 			Expect(res.Received).To(BeNumerically(">", 0), "guest %s "+failures.ReachesGateway+" %s over VLAN 100%s", guestA.Name(), gw, where)
 		})
 
@@ -113,14 +108,9 @@ func bridgeSpecs(r *run.Run) {
 			res, err := p.Gateway().Ping(ctx, addr)
 			skip.IfNotObservable(err)
 			Expect(err).NotTo(HaveOccurred())
-			where := ""
-			if !res.Succeeded() {
-				stopped := wire.WhereItStopped(ctx, p, guestA, addr, gw, hops.ToGuest, f.Artifact, func() {
-					p.Gateway().Ping(ctx, addr, probe.WithCount(2))
-				})
-				f.Note("where it stopped: %s (hop-N.pcap)", stopped)
-				where = "; where it stopped: " + stopped
-			}
+			where := whereItStopped(f, p, res, func() []hops.Hop { return hops.Path(ctx, p, guestA, hops.ToGuest) }, gw, addr, "the guest", func() {
+				p.Gateway().Ping(ctx, addr, probe.WithCount(2))
+			})
 			Expect(res.Received).To(BeNumerically(">", 0), "the gateway must reach guest %s at %s%s", guestA.Name(), addr, where)
 
 			neigh, err := p.Gateway().Neighbor(ctx, addr)
@@ -156,15 +146,22 @@ func bridgeSpecs(r *run.Run) {
 		// "...the host can carry an address on the bridge itself to talk to the VMs."
 		It("[VLAN-05] lets the node's bridge address and the guest reach each other", labels.Claim("VLAN-05"), func(ctx SpecContext) {
 			node := guestA.Node()
-			res, err := nodenet.Ping(ctx, node, guestA.Addr.Addr())
+			nodeAddr, guestAddr := node.Address().Addr(), guestA.Addr.Addr()
+			res, err := nodenet.Ping(ctx, node, guestAddr)
 			skip.IfNotObservable(err)
 			Expect(err).NotTo(HaveOccurred())
 			f.Note("node %s (%s) -> guest: %d/%d echo replies", node.Name(), node.Address(), res.Received, res.Sent)
-			Expect(res.Received).To(BeNumerically(">", 0), "node %s (%s) "+failures.ReachesGuest, node.Name(), node.Address())
-			res, err = guestnet.Ping(ctx, guestA, node.Address().Addr())
+			where := whereItStopped(f, p, res, func() []hops.Hop { return hops.NodePath(ctx, guestA, hops.ToGuest) }, nodeAddr, guestAddr, "the guest", func() {
+				nodenet.Ping(ctx, node, guestAddr, probe.WithCount(2))
+			})
+			Expect(res.Received).To(BeNumerically(">", 0), "node %s (%s) must reach the guest%s", node.Name(), node.Address(), where)
+			res, err = guestnet.Ping(ctx, guestA, nodeAddr)
 			Expect(err).NotTo(HaveOccurred())
-			f.Note("guest -> node %s: %d/%d echo replies", node.Address().Addr(), res.Received, res.Sent)
-			Expect(res.Received).To(BeNumerically(">", 0), "the guest must reach node %s at %s", node.Name(), node.Address())
+			f.Note("guest -> node %s: %d/%d echo replies", nodeAddr, res.Received, res.Sent)
+			where = whereItStopped(f, p, res, func() []hops.Hop { return hops.NodePath(ctx, guestA, hops.FromGuest) }, guestAddr, nodeAddr, "the node", func() {
+				guestnet.Ping(ctx, guestA, nodeAddr, probe.WithCount(2))
+			})
+			Expect(res.Received).To(BeNumerically(">", 0), "the guest must reach node %s at %s%s", node.Name(), node.Address(), where)
 		})
 
 		// The bridge "carries the host's presence on that VLAN (optional, but
@@ -302,4 +299,18 @@ func bridgeSpecs(r *run.Run) {
 			Expect(mtu).To(Equal(vlanMTU), "the attachment's MTU must be the VLAN path's (the smallest MTU from uplink.100 to the trunk)")
 		})
 	})
+}
+
+// whereItStopped is what a failed ping's assertion adds: where its frames
+// stopped, the first question on a vendor's setup, found by sending again
+// (again) while following the frames from src to dst along path
+// (wire.WhereItStopped; target names dst in the line). Nothing when res
+// succeeded: path reads the node only then.
+func whereItStopped(f *framework.Framework, p platform.Platform, res probe.PingResult, path func() []hops.Hop, src, dst netip.Addr, target string, again func()) string {
+	if res.Succeeded() {
+		return ""
+	}
+	stopped := wire.WhereItStopped(p, path(), src, dst, target, f.Artifact, again)
+	f.Note("where it stopped: %s (hop-N.pcap)", stopped)
+	return "; where it stopped: " + stopped
 }

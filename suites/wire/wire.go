@@ -55,19 +55,15 @@ func Egress(p platform.Platform, g platform.Guest) evidence.Point {
 	return p.Trunk(g.Node())
 }
 
-// WhereItStopped follows a request between the guest and the gateway
-// (its address gw) hop by hop, going d, while send runs (hops.Path,
-// hops.Follow), and says in one line where it, or its reply, stopped:
+// WhereItStopped follows a request from src to dst (named target in the
+// line) along path (hops.Path, hops.NodePath) while send runs
+// (hops.Follow), and says in one line where it, or its reply, stopped:
 // what a failed ping claim reports next to its failure. Each hop's
 // capture is the claim's hop-N.pcap (artifact names a claim's evidence
 // file: framework's Artifact).
-func WhereItStopped(ctx context.Context, p platform.Platform, g platform.Guest, addr, gw netip.Addr, d hops.Direction, artifact func(string) string, send func()) string {
+func WhereItStopped(p platform.Platform, path []hops.Hop, src, dst netip.Addr, target string, artifact func(string) string, send func()) string {
 	pcap := func(i int) string { return artifact(fmt.Sprintf("hop-%d.pcap", i)) }
-	src, dst, target := addr, gw, "the gateway"
-	if d == hops.ToGuest {
-		src, dst, target = gw, addr, "the guest"
-	}
-	return hops.Follow(hops.Path(ctx, p, g, d), pcap, src, dst, send).Where(trunkTag(p), target)
+	return hops.Follow(path, pcap, src, dst, send).Where(trunkTag(p), target)
 }
 
 // trunkTag is the tag the guest's frames must carry on the trunk: the
