@@ -264,7 +264,7 @@ func (d *driver) environment() report.Environment {
 	out, _ := exec.Command(filepath.Join(d.cfg.PluginDir, "bridge")).CombinedOutput()
 	env.Plugins = strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)[0] + " (" + d.cfg.PluginDir + ")"
 	if d.cfg.Tier == "lab" && d.cfg.Subject().Stages() {
-		env.StagerDetails = stager.DescribeSubject(stager.Options{Manifest: d.cfg.StagerManifest, Image: d.cfg.StagerImage, Pinned: d.cfg.StagerPinned(), Release: d.cfg.PluginDir, ImagePlugins: d.cfg.StagerImagePlugins()})
+		env.StagerDetails = stager.DescribeSubject(d.cfg.StagerOptions())
 	}
 	describeRelease(d.cfg, &env)
 	return env

@@ -158,6 +158,20 @@ func (c *Config) StagerImagePlugins() []string {
 	return c.SelectedControl().StagerImagePlugins(carried)
 }
 
+// StagerOptions are the stager harness's options from the run's flags:
+// the suite's harnesses and the lab's nodes stage from the same subject.
+func (c *Config) StagerOptions() stager.Options {
+	return stager.Options{
+		Manifest:     c.StagerManifest,
+		Image:        c.StagerImage,
+		Pinned:       c.StagerPinned(),
+		ImagePlugins: c.StagerImagePlugins(),
+		Release:      c.PluginDir,
+		OlderRelease: c.OldPluginDir,
+		WorkDir:      c.WorkDir,
+	}
+}
+
 // Prepare makes the validated configuration ready to run: with
 // --cozystack it writes the rendered multus chart and the ledger to
 // <report-dir>/cozystack (subject.Subject.Write) and, where the release

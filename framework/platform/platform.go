@@ -279,7 +279,8 @@ type VMStatus struct {
 }
 
 // Stager is a platform whose nodes' /opt/cni/bin the release's stager
-// (the Multus DaemonSet's install-cni-plugins init container) fills: the
+// (the Multus DaemonSet's install-cni-plugins init container; in the lab,
+// its replica run by framework/stager on each node's directory) fills: the
 // suite can switch the stager off, run it again on a node, read that run,
 // the image's plugins it copies and the directory it writes (STG-01..03,
 // STG-09, STG-11 on a platform's own nodes).

@@ -131,7 +131,7 @@ func TestASuiteNodeFailureIsWhyClaimsDidNotRun(t *testing.T) {
 // A verdict says what it was proven on where that is less than the
 // guide's setup (issue 22, items 10 and 11).
 func TestQualify(t *testing.T) {
-	arp01, vlan02, stg01, vlan04, vlan12 := claims.All[0], claims.All[0], claims.All[0], claims.All[0], claims.All[0]
+	arp01, vlan02, stg01, stg11, vlan04, vlan12 := claims.All[0], claims.All[0], claims.All[0], claims.All[0], claims.All[0], claims.All[0]
 	for _, c := range claims.All {
 		switch c.ID {
 		case "VLAN-04":
@@ -144,6 +144,8 @@ func TestQualify(t *testing.T) {
 			vlan02 = c
 		case "STG-01":
 			stg01 = c
+		case "STG-11":
+			stg11 = c
 		}
 	}
 	for _, tc := range []struct {
@@ -163,6 +165,8 @@ func TestQualify(t *testing.T) {
 		{Environment{Tier: "cluster", AccessTrunk: "no 8021q"}, Verdict{Claim: vlan12, Verdict: "passed"}, "passed on an access-mode trunk (uplink in br100; no uplink.100 on this kernel)"},
 		{Environment{Tier: "lab"}, Verdict{Claim: arp01, Verdict: "passed"}, "passed on the lab's replica of KubeVirt's MAC allocation, not KubeVirt (the VM lane's verdict speaks for KubeVirt)"},
 		{Environment{Tier: "lab"}, Verdict{Claim: vlan02, Verdict: "passed"}, "passed"},
+		{Environment{Tier: "lab"}, Verdict{Claim: stg11, Verdict: "passed"}, "passed on the lab's replica of the Multus DaemonSet, not Multus (the cluster's verdict speaks for its chart and the kubelet)"},
+		{Environment{Tier: "cluster"}, Verdict{Claim: stg11, Verdict: "passed"}, "passed"},
 		// Issue 35: the stager ran a build of the checkout, not the pinned image.
 		{Environment{Tier: "lab", StagerImage: "an image built from the checkout, not the pinned x@sha256:0a92"}, Verdict{Claim: stg01, Verdict: "passed"}, "passed on an image built from the checkout, not the pinned x@sha256:0a92"},
 		{Environment{Tier: "lab", StagerImage: "an image built from the checkout, not the pinned x@sha256:0a92"}, Verdict{Claim: vlan02, Verdict: "passed"}, "passed"},

@@ -334,6 +334,12 @@ var trunkClaims = []string{"VLAN-01", "VLAN-05", "VLAN-06", "VLAN-07", "VLAN-09"
 // it (the suite's own allocator), the VM lane KubeVirt itself.
 var replicaClaims = []string{"ARP-01", "ARP-05", "ARP-06"}
 
+// Claims about the Multus DaemonSet's pod around the stager: the lab proves
+// them on its replica (the init container's script run container-less,
+// stageCniPlugins: false rendered by dropping it, Ready read from its
+// exit), a cluster on Multus and the kubelet themselves.
+var multusReplicaClaims = []string{"STG-09", "STG-11"}
+
 // Claims the stager specs prove by running install-cni-plugins over the
 // multus image's /cni-plugins.
 var stagerClaims = []string{"STG-01", "STG-02", "STG-03", "STG-04", "STG-05", "STG-06", "STG-07", "STG-08"}
@@ -362,6 +368,9 @@ func qualify(env Environment, v Verdict) string {
 	}
 	if env.Tier == "lab" && slices.Contains(replicaClaims, v.Claim.ID) {
 		on = append(on, "the lab's replica of KubeVirt's MAC allocation, not KubeVirt (the VM lane's verdict speaks for KubeVirt)")
+	}
+	if env.Tier == "lab" && slices.Contains(multusReplicaClaims, v.Claim.ID) {
+		on = append(on, "the lab's replica of the Multus DaemonSet, not Multus (the cluster's verdict speaks for its chart and the kubelet)")
 	}
 	if len(on) == 0 {
 		return verdict

@@ -18,7 +18,9 @@
 //	  root/ ◀── mount point of the "/" tmpfs       │                  readOnlyRootFilesystem
 //	  node/opt/cni/bin/ ───────── bind, rw ─────▶  ├── host/opt/cni/bin/  (the volumeMount of
 //	    (a small tmpfs of its own                  │                       hostPath /opt/cni/bin)
-//	     for the full-file-system fault)           ├── cni-plugins/   (absent, or empty, for
+//	     for the full-file-system fault;           │
+//	     a lab node's own directory instead        │
+//	     under Harness.Attach)                     ├── cni-plugins/   (absent, or empty, for
 //	  image/cni-plugins/ ──────── bind, rw ─────▶  │                   those image variants)
 //	    (copies of the image release)              ├── usr/  etc/     read-only binds of the host's
 //	  termination-log ─────────── bind, rw ─────▶  ├── dev/termination-log (terminationMessagePath)

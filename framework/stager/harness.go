@@ -155,14 +155,10 @@ func standIn(name string) []byte {
 // Prepare builds the scenario's node directory and image. The caller must
 // Close the fake node (Harness.Close does it too).
 func (h *Harness) Prepare(sc Scenario) (*FakeNode, error) {
-	if sc.Name == "" || strings.ContainsAny(sc.Name, "/ ") {
-		return nil, fmt.Errorf("scenario name %q: want a short name without slashes or spaces", sc.Name)
-	}
-	n := &FakeNode{Scenario: sc, base: filepath.Join(h.dir, sc.Name)}
-	if err := os.Mkdir(n.base, 0o755); err != nil {
+	n, err := h.newNode(sc)
+	if err != nil {
 		return nil, err
 	}
-	h.nodes = append(h.nodes, n)
 	n.Dir = filepath.Join(n.base, "node", "opt", "cni", "bin")
 	if err := os.MkdirAll(n.Dir, 0o755); err != nil {
 		return n, err
@@ -202,6 +198,43 @@ func (h *Harness) Prepare(sc Scenario) (*FakeNode, error) {
 		}
 	}
 	return n, nil
+}
+
+// Attach makes a fake node of a real node's /opt/cni/bin, dir: the runs
+// act on dir itself, with the image as the harness read it (a platform's
+// nodes, which the stager fills as it would under the Multus DaemonSet).
+// Close leaves dir as the runs left it.
+func (h *Harness) Attach(name, dir string) (*FakeNode, error) {
+	if fi, err := os.Stat(dir); err != nil {
+		return nil, err
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory", dir)
+	}
+	n, err := h.newNode(Scenario{Name: name, Image: ImageWithPlugins})
+	if err != nil {
+		return nil, err
+	}
+	n.Dir = dir
+	return n, h.buildImage(n, n.Scenario)
+}
+
+// newNode makes the scratch directory of a fake node (its image and runs).
+func (h *Harness) newNode(sc Scenario) (*FakeNode, error) {
+	if sc.Name == "" || strings.ContainsAny(sc.Name, "/ ") {
+		return nil, fmt.Errorf("scenario name %q: want a short name without slashes or spaces", sc.Name)
+	}
+	n := &FakeNode{Scenario: sc, base: filepath.Join(h.dir, sc.Name)}
+	if err := os.Mkdir(n.base, 0o755); err != nil {
+		return nil, err
+	}
+	h.nodes = append(h.nodes, n)
+	return n, nil
+}
+
+// Payload lists the image's /cni-plugins as the node's runs see it (none
+// when the image has no such directory).
+func (n *FakeNode) Payload() (map[string]File, error) {
+	return Listing(filepath.Join(n.imageDir, PluginsDir))
 }
 
 func (h *Harness) populate(dir string, lay Layout) error {

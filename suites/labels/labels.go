@@ -19,7 +19,7 @@ var (
 	// Release: the release's charts rendered, no network at all (STG-10).
 	Release = Label("release", NativeLabel)
 	ARP     = Label("arp")
-	Cluster = Label("cluster") // claims only a cluster can prove (STG-09, STG-11 and STG-01..03 on its nodes, VLAN-11)
+	Cluster = Label("cluster") // claims only a cluster can prove (VLAN-11, STG-12)
 )
 
 // Claim is the label of one claim, e.g. Claim("VLAN-03").

@@ -21,7 +21,7 @@ func TestWithoutStagingLeavesOutOnlyTheSTGSpecs(t *testing.T) {
 	}{
 		{"", with(Stager, "STG-01"), false},
 		{"", with(Release, "STG-10"), false},
-		{"", with(Cluster, "STG-11"), false},
+		{"", with(Cluster, "STG-12"), false},
 		{"", with(Stager, "VLAN-15"), true},
 		{"", with(Datapath, "VLAN-01"), true},
 		{"", with(ARP, "ARP-03"), true},

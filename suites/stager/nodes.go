@@ -37,11 +37,12 @@ func payloadPlugins(payload map[string]stager.File) cnibin.Image {
 }
 
 // The stager as a platform runs it on its own nodes (platform.Stager: the
-// Multus DaemonSet's init container on a cluster's nodes): what it left in
-// each node's /opt/cni/bin, and what it does when run again there. Not
-// labelled stager: that label selects the specs needing no platform.
+// Multus DaemonSet's init container on a cluster's nodes, its replica on
+// the lab's): what it left in each node's /opt/cni/bin, and what it does
+// when run again there. Not labelled stager: that label selects the specs
+// needing no platform.
 func nodeSpecs(r *run.Run) {
-	Describe("The stager in the Multus DaemonSet, on the nodes", labels.Cluster, Ordered, ContinueOnFailure, func() {
+	Describe("The stager in the Multus DaemonSet, on the nodes", Ordered, ContinueOnFailure, func() {
 		f := framework.New(r, "stager")
 		BeforeAll(framework.Disrupts) // its specs restart Multus on the nodes
 		var (
@@ -57,7 +58,7 @@ func nodeSpecs(r *run.Run) {
 			Expect(err).NotTo(HaveOccurred(), "building the platform")
 			var ok bool
 			if s, ok = platform.As[platform.Stager](p); !ok {
-				Skip(p.Name() + " renders no Multus DaemonSet: the stager runs on real nodes only in a cluster the suite installs Multus on")
+				Skip(p.Name() + " renders no Multus DaemonSet: no stager runs on its nodes")
 			}
 			node = p.BridgeNodes()[0]
 			payload, err = s.Payload(ctx, node)

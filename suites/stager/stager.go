@@ -11,8 +11,10 @@
 //
 // nodes.go and staging_off.go observe it as a platform runs it on its own
 // nodes (platform.Stager: the Multus DaemonSet on a cluster's kind
-// workers, each with the guide's br100 over uplink.100), and skip with
-// the reason on a platform without it; none knows the tier's name.
+// workers, each with the guide's br100 over uplink.100; in the lab, its
+// replica: the same container-less run on each lab node's /opt/cni/bin),
+// and skip with the reason on a platform without it; none knows the
+// tier's name.
 //
 // Every spec names its claim in brackets and as a label.
 package stager
@@ -63,16 +65,7 @@ func Specs(r *run.Run) {
 // newHarness builds a harness from the run's flags; it is removed when the
 // container is done.
 func newHarness(r *run.Run) (*stager.Harness, error) {
-	cfg := r.Config()
-	harness, err := stager.NewHarness(stager.Options{
-		Manifest:     cfg.StagerManifest,
-		Image:        cfg.StagerImage,
-		Pinned:       cfg.StagerPinned(),
-		ImagePlugins: cfg.StagerImagePlugins(),
-		Release:      cfg.PluginDir,
-		OlderRelease: cfg.OldPluginDir,
-		WorkDir:      cfg.WorkDir,
-	})
+	harness, err := stager.NewHarness(r.Config().StagerOptions())
 	if err != nil {
 		return nil, err
 	}

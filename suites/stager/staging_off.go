@@ -19,12 +19,12 @@ import (
 )
 
 // Multus rendered with networking.stageCniPlugins: false, on a platform
-// whose Multus the suite installs (platform.Stager): the stager's init
-// container is gone from the DaemonSet, and what it staged stays on the
-// node. Not labelled stager: that label selects the specs that need no
-// platform, and this one needs a cluster.
+// whose Multus the suite installs (platform.Stager: a cluster's, or the
+// lab's replica): the stager's init container is gone from the DaemonSet,
+// and what it staged stays on the node. Not labelled stager: that label
+// selects the specs that need no platform, and this one needs one.
 func stagingOffSpecs(r *run.Run) {
-	Describe("Multus with stageCniPlugins: false", labels.Cluster, Ordered, func() {
+	Describe("Multus with stageCniPlugins: false", Ordered, func() {
 		f := framework.New(r, "staging-off")
 		BeforeAll(framework.Disrupts) // it rolls Multus out twice
 		// "If the init container is absent from the Multus pod altogether, staging
@@ -34,7 +34,7 @@ func stagingOffSpecs(r *run.Run) {
 			Expect(err).NotTo(HaveOccurred(), "building the platform")
 			s, ok := platform.As[platform.Stager](p)
 			if !ok {
-				Skip(p.Name() + " renders no Multus DaemonSet: STG-09 needs a cluster whose Multus the suite installs")
+				Skip(p.Name() + " renders no Multus DaemonSet: STG-09 needs a platform whose Multus the suite renders")
 			}
 			node := p.BridgeNodes()[0]
 			before, err := s.CNIBin(ctx, node)

@@ -40,6 +40,8 @@ type Lab struct {
 	mu     sync.Mutex
 	nads   map[string]string // "ns/name" -> spec.config
 	guests map[string]*guest
+
+	multus multus // the stager's replica (stager.go)
 }
 
 // New sweeps what a killed run left, then builds the fabric for cfg.
@@ -225,7 +227,7 @@ func (l *Lab) Close(ctx context.Context) error {
 	if l.fab != nil {
 		errs = append(errs, l.fab.Destroy())
 	}
-	errs = append(errs, l.removeWork(), os.RemoveAll(hostLocalDataDir))
+	errs = append(errs, l.closeMultus(), l.removeWork(), os.RemoveAll(hostLocalDataDir))
 	return errors.Join(errs...)
 }
 

@@ -12,7 +12,8 @@ import (
 )
 
 // node is a lab node: a netns from the fabric plus its own /opt/cni/bin (a
-// directory of links to the real plugin binaries, so one node can lack one).
+// directory of links to the real plugin binaries, so one node can lack one;
+// once staged, the stager's copies of its plugins, see stager.go).
 type node struct {
 	lab    *Lab
 	fab    *fabric.NodeNetns
@@ -52,15 +53,15 @@ func (n *node) WithoutPlugin(_ context.Context, plugin string) (func() error, er
 	if subjectFor(n.lab.cfg).keepPlugins {
 		return func() error { return nil }, nil
 	}
+	// Moved aside by rename, not removed: the entry is a link to
+	// --plugin-dir, or the stager's copy once the node is staged, and
+	// restore puts back whichever it was.
 	p := filepath.Join(n.binDir, plugin)
-	target, err := os.Readlink(p)
-	if err != nil {
+	aside := filepath.Join(filepath.Dir(n.binDir), ".vcf-without-"+plugin)
+	if err := os.Rename(p, aside); err != nil {
 		return nil, err
 	}
-	if err := os.Remove(p); err != nil {
-		return nil, err
-	}
-	return func() error { return os.Symlink(target, p) }, nil
+	return func() error { return os.Rename(aside, p) }, nil
 }
 
 // Step1 is the node's netns as the fabric cabled it.

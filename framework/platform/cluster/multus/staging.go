@@ -145,7 +145,7 @@ func (m *Multus) PlaceCNIFile(_ context.Context, pn platform.Node, name string, 
 	}
 	// Aside and renamed over: the node's plugin of that name may be
 	// executing right now (a CNI call on the node).
-	return node.PlaceFile(n.HostPath(n.CNIBinDir()), name, content, 0o755)
+	return stager.PlaceFile(n.HostPath(n.CNIBinDir()), name, content, 0o755)
 }
 
 func (m *Multus) PlaceCNIDir(_ context.Context, pn platform.Node, name string) (func() error, error) {
@@ -153,7 +153,7 @@ func (m *Multus) PlaceCNIDir(_ context.Context, pn platform.Node, name string) (
 	if !ok {
 		return nil, fmt.Errorf("placing a directory in /opt/cni/bin of %s: %w", pn.Name(), evidence.ErrNotObservable)
 	}
-	return node.PlaceDir(n.HostPath(n.CNIBinDir()), name)
+	return stager.PlaceDir(n.HostPath(n.CNIBinDir()), name)
 }
 
 func (m *Multus) Restage(ctx context.Context, pn platform.Node) error {

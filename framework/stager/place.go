@@ -1,4 +1,4 @@
-package node
+package stager
 
 import (
 	"bytes"
@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/cozystack/vlan-conformance/framework/atomicfile"
 )
+
+// What an administrator or another package does to a node's /opt/cni/bin
+// while the stager owns it (STG-03, STG-11): any platform whose node
+// directory the suite reaches places files there with these.
 
 // PlaceFile puts content at dir/name as an administrator's install(1)
 // would (atomicfile.Write), and returns restore, which puts back what was there
@@ -77,30 +79,4 @@ func PlaceDir(dir, name string) (restore func() error, err error) {
 		}
 		return nil
 	}, nil
-}
-
-// ProcessOf returns the PID (as the host sees it) of a process whose
-// cgroup path contains one of keys: a pod UID or a container ID. Kind
-// nodes' containers are processes of this host, in cgroups named after
-// them.
-func ProcessOf(keys []string) (string, error) {
-	procs, err := os.ReadDir("/proc")
-	if err != nil {
-		return "", err
-	}
-	for _, p := range procs {
-		if _, err := strconv.Atoi(p.Name()); err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cgroup"))
-		if err != nil {
-			continue
-		}
-		for _, k := range keys {
-			if strings.Contains(string(b), k) {
-				return p.Name(), nil
-			}
-		}
-	}
-	return "", fmt.Errorf("no process in a cgroup named after %v", keys)
 }
