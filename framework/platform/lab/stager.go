@@ -3,7 +3,6 @@ package lab
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 
@@ -51,6 +50,12 @@ type multusPod struct {
 	name string // "lab/<node>", as StagerRun reports it
 	node *stager.FakeNode
 	run  *stager.Result
+	// due: the pod was created and its stager has not run yet; it runs
+	// when the node is next looked at. Nothing reads the node's directory
+	// but through this replica, so the run comes before anything that
+	// could see the difference, and a roll costs nothing for the nodes no
+	// spec looks at again (under TCG a run takes seconds).
+	due bool
 }
 
 // loadHarness builds the harness on first use.
@@ -66,31 +71,32 @@ func (l *Lab) loadHarness() (*stager.Harness, error) {
 	return m.harness, nil
 }
 
-// pod is pn's Multus pod, staging the node the first time it is named
-// (see above). The caller holds l.multus.mu.
-func (l *Lab) pod(ctx context.Context, pn platform.Node) (*node, *multusPod, error) {
+// pod is pn's Multus pod. A pod whose stager is due (its node never
+// named before, or its pod re-created by SetStaging) runs it now, unless
+// run is false (Restage runs it itself). The caller holds l.multus.mu.
+func (l *Lab) pod(ctx context.Context, pn platform.Node, run bool) (*node, *multusPod, error) {
 	n, ok := pn.(*node)
 	if !ok {
 		return nil, nil, fmt.Errorf("%s: not a lab node (%T)", pn.Name(), pn)
 	}
 	m := &l.multus
-	if p, ok := m.pods[n.Name()]; ok {
-		return n, p, nil
+	p, ok := m.pods[n.Name()]
+	if !ok {
+		h, err := l.loadHarness()
+		if err != nil {
+			return n, nil, err
+		}
+		fake, err := h.Attach(n.Name(), n.binDir)
+		if err != nil {
+			return n, nil, err
+		}
+		p = &multusPod{name: "lab/" + n.Name(), node: fake, due: true}
+		if m.pods == nil {
+			m.pods = map[string]*multusPod{}
+		}
+		m.pods[n.Name()] = p
 	}
-	h, err := l.loadHarness()
-	if err != nil {
-		return n, nil, err
-	}
-	fake, err := h.Attach(n.Name(), n.binDir)
-	if err != nil {
-		return n, nil, err
-	}
-	p := &multusPod{name: "lab/" + n.Name(), node: fake}
-	if m.pods == nil {
-		m.pods = map[string]*multusPod{}
-	}
-	m.pods[n.Name()] = p
-	if m.off {
+	if !run || !p.due || m.off {
 		return n, p, nil
 	}
 	return n, p, m.stage(ctx, p)
@@ -100,6 +106,7 @@ func (l *Lab) pod(ctx context.Context, pn platform.Node) (*node, *multusPod, err
 // container would. An exit other than 0 is an error, as the cluster's wait
 // for the pod's Ready ends at one.
 func (m *multus) stage(ctx context.Context, p *multusPod) error {
+	p.due = false
 	res, err := m.harness.Stage(ctx, p.node)
 	if err != nil {
 		return fmt.Errorf("running %s for %s: %w\n%s", stager.InitContainerName, p.name, err, res.Log)
@@ -113,8 +120,8 @@ func (m *multus) stage(ctx context.Context, p *multusPod) error {
 
 // SetStaging renders the release's Multus chart with stageCniPlugins on
 // or off and rolls the replica out as rendered: every node's pod is
-// re-created, and where the rendered template still has the stager it runs
-// again on each node staged so far (the others stage when first named).
+// re-created, and where the rendered template still has the stager it is
+// due again on each node (multusPod.due).
 // The release's own template decides, as on a cluster; the suite's
 // reference subject (no --cozystack) has no chart to ask.
 func (l *Lab) SetStaging(ctx context.Context, on bool) ([]string, error) {
@@ -133,15 +140,8 @@ func (l *Lab) SetStaging(ctx context.Context, on bool) ([]string, error) {
 		return nil, err
 	}
 	m.off = !slices.Contains(inits, stager.InitContainerName)
-	names := slices.Sorted(maps.Keys(m.pods))
-	for _, name := range names {
-		p := m.pods[name]
-		p.run = nil
-		if !m.off {
-			if err := m.stage(ctx, p); err != nil {
-				return nil, err
-			}
-		}
+	for _, p := range m.pods {
+		p.run, p.due = nil, true
 	}
 	return inits, nil
 }
@@ -173,7 +173,7 @@ func renderedInits(subj *release.Subject, on bool) ([]string, error) {
 func (l *Lab) CNIBin(ctx context.Context, pn platform.Node) (map[string]stager.File, error) {
 	l.multus.mu.Lock()
 	defer l.multus.mu.Unlock()
-	n, _, err := l.pod(ctx, pn)
+	n, _, err := l.pod(ctx, pn, true)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +184,7 @@ func (l *Lab) CNIBin(ctx context.Context, pn platform.Node) (map[string]stager.F
 func (l *Lab) Payload(ctx context.Context, pn platform.Node) (map[string]stager.File, error) {
 	l.multus.mu.Lock()
 	defer l.multus.mu.Unlock()
-	_, p, err := l.pod(ctx, pn)
+	_, p, err := l.pod(ctx, pn, true)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +194,7 @@ func (l *Lab) Payload(ctx context.Context, pn platform.Node) (map[string]stager.
 func (l *Lab) PlaceCNIFile(ctx context.Context, pn platform.Node, name string, content []byte) (func() error, error) {
 	l.multus.mu.Lock()
 	defer l.multus.mu.Unlock()
-	n, _, err := l.pod(ctx, pn)
+	n, _, err := l.pod(ctx, pn, true)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +204,7 @@ func (l *Lab) PlaceCNIFile(ctx context.Context, pn platform.Node, name string, c
 func (l *Lab) PlaceCNIDir(ctx context.Context, pn platform.Node, name string) (func() error, error) {
 	l.multus.mu.Lock()
 	defer l.multus.mu.Unlock()
-	n, _, err := l.pod(ctx, pn)
+	n, _, err := l.pod(ctx, pn, true)
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +217,7 @@ func (l *Lab) Restage(ctx context.Context, pn platform.Node) error {
 	m := &l.multus
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	_, p, err := l.pod(ctx, pn)
+	_, p, err := l.pod(ctx, pn, false)
 	if err != nil {
 		return err
 	}
@@ -234,7 +234,7 @@ func (l *Lab) Restage(ctx context.Context, pn platform.Node) error {
 func (l *Lab) StagerRun(ctx context.Context, pn platform.Node) (platform.StagerRun, error) {
 	l.multus.mu.Lock()
 	defer l.multus.mu.Unlock()
-	_, p, err := l.pod(ctx, pn)
+	_, p, err := l.pod(ctx, pn, true)
 	if err != nil {
 		return platform.StagerRun{}, err
 	}

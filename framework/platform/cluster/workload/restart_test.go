@@ -51,8 +51,10 @@ func restarting(t *testing.T, tl *timeline.Timeline) (*Workloads, *kvfake.Client
 // timeline as a restart, counted from before the request, also when the
 // new instance never becomes Ready.
 func TestRestartByStopAndStartWaitsForTheInstanceToGo(t *testing.T) {
-	tl := timeline.New()
+	// before is taken first: the boot's At counts from the timeline's start,
+	// which must not precede the origin of the limit it is held to.
 	before := time.Now()
+	tl := timeline.New()
 	w, kv, g := restarting(t, tl)
 	var steps []string
 	var stopAt time.Time
