@@ -170,45 +170,36 @@ func renderedInits(subj *release.Subject, on bool) ([]string, error) {
 	return names, nil
 }
 
-func (l *Lab) CNIBin(ctx context.Context, pn platform.Node) (map[string]stager.File, error) {
+// onNode runs fn with pn's pod (its stager run if due), holding the
+// replica's lock: what every read and placement on a node shares.
+func onNode[T any](ctx context.Context, l *Lab, pn platform.Node, fn func(n *node, p *multusPod) (T, error)) (T, error) {
 	l.multus.mu.Lock()
 	defer l.multus.mu.Unlock()
-	n, _, err := l.pod(ctx, pn, true)
+	n, p, err := l.pod(ctx, pn, true)
 	if err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
-	return stager.Listing(n.binDir)
+	return fn(n, p)
+}
+
+func (l *Lab) CNIBin(ctx context.Context, pn platform.Node) (map[string]stager.File, error) {
+	return onNode(ctx, l, pn, func(n *node, _ *multusPod) (map[string]stager.File, error) { return stager.Listing(n.binDir) })
 }
 
 // Payload is the image's /cni-plugins as the node's runs see it.
 func (l *Lab) Payload(ctx context.Context, pn platform.Node) (map[string]stager.File, error) {
-	l.multus.mu.Lock()
-	defer l.multus.mu.Unlock()
-	_, p, err := l.pod(ctx, pn, true)
-	if err != nil {
-		return nil, err
-	}
-	return p.node.Payload()
+	return onNode(ctx, l, pn, func(_ *node, p *multusPod) (map[string]stager.File, error) { return p.node.Payload() })
 }
 
 func (l *Lab) PlaceCNIFile(ctx context.Context, pn platform.Node, name string, content []byte) (func() error, error) {
-	l.multus.mu.Lock()
-	defer l.multus.mu.Unlock()
-	n, _, err := l.pod(ctx, pn, true)
-	if err != nil {
-		return nil, err
-	}
-	return stager.PlaceFile(n.binDir, name, content, 0o755)
+	return onNode(ctx, l, pn, func(n *node, _ *multusPod) (func() error, error) {
+		return stager.PlaceFile(n.binDir, name, content, 0o755)
+	})
 }
 
 func (l *Lab) PlaceCNIDir(ctx context.Context, pn platform.Node, name string) (func() error, error) {
-	l.multus.mu.Lock()
-	defer l.multus.mu.Unlock()
-	n, _, err := l.pod(ctx, pn, true)
-	if err != nil {
-		return nil, err
-	}
-	return stager.PlaceDir(n.binDir, name)
+	return onNode(ctx, l, pn, func(n *node, _ *multusPod) (func() error, error) { return stager.PlaceDir(n.binDir, name) })
 }
 
 // Restage re-creates the node's pod: the stager runs again, unless staging
@@ -232,27 +223,23 @@ func (l *Lab) Restage(ctx context.Context, pn platform.Node) error {
 // when the init container exited 0 (the replica's daemon has nothing
 // else to wait for).
 func (l *Lab) StagerRun(ctx context.Context, pn platform.Node) (platform.StagerRun, error) {
-	l.multus.mu.Lock()
-	defer l.multus.mu.Unlock()
-	_, p, err := l.pod(ctx, pn, true)
-	if err != nil {
-		return platform.StagerRun{}, err
-	}
-	if p.run == nil {
-		why := "its last run could not be made"
-		if l.multus.off {
-			why = "staging is off"
+	return onNode(ctx, l, pn, func(_ *node, p *multusPod) (platform.StagerRun, error) {
+		if p.run == nil {
+			why := "its last run could not be made"
+			if l.multus.off {
+				why = "staging is off"
+			}
+			return platform.StagerRun{Pod: p.name}, fmt.Errorf("pod %s reports no run of init container %s (%s)", p.name, stager.InitContainerName, why)
 		}
-		return platform.StagerRun{Pod: p.name}, fmt.Errorf("pod %s reports no run of init container %s (%s)", p.name, stager.InitContainerName, why)
-	}
-	return platform.StagerRun{
-		Pod:        p.name,
-		Ready:      p.run.ExitCode == 0,
-		Terminated: true,
-		ExitCode:   int32(p.run.ExitCode),
-		Message:    p.run.TerminationMessage,
-		Log:        p.run.LogLines(),
-	}, nil
+		return platform.StagerRun{
+			Pod:        p.name,
+			Ready:      p.run.ExitCode == 0,
+			Terminated: true,
+			ExitCode:   int32(p.run.ExitCode),
+			Message:    p.run.TerminationMessage,
+			Log:        p.run.LogLines(),
+		}, nil
+	})
 }
 
 // closeMultus removes the harness's scratch directories; the nodes'
