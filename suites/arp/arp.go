@@ -18,8 +18,8 @@
 // spec leans on what another left in the gateway's entry; ARP-03 times the
 // recovery from the outage ARP-02 just saw, when it did (the same event,
 // another side), and ARP-01 observes the last re-creation from the sides
-// the others do not; ARP-05..08 have guests of their own
-// (vm.go: guests). The gateway's neighbour timers are part of the fixture: the lab
+// the others do not, and ARP-08 drains its node; ARP-05..07 have guests
+// of their own (vm.go: guests). The gateway's neighbour timers are part of the fixture: the lab
 // sets the declared profile, the specs read it back, report it and derive
 // their bound from what is declared.
 package arp
@@ -362,6 +362,10 @@ func Specs(r *run.Run) {
 			Expect(neigh.MAC.String()).To(Equal(rc.newMAC.String()), "the gateway must have learnt the fresh MAC from the wire")
 		})
 
+		// After ARP-01, the last spec to observe vm-arp's re-creations: it
+		// drains that guest's node (drain.go).
+		drainSpec(f, booted, &p, &gw)
+
 		// Seed 003: KubeMacPool "injects a guaranteed-unique static MAC address into the manifest";
 		// "If a VM loses its MAC address after a live migration or restart, external DHCP reservations and ARP tables break."
 		It("[ARP-05] keeps a pinned MAC across re-creation, with no outage beyond the re-creation itself", labels.Claim("ARP-05"), func(ctx SpecContext) {
@@ -441,7 +445,6 @@ func Specs(r *run.Run) {
 		})
 
 		restartSpec(f, booted, &p, &gw)
-		drainSpec(f, booted, &p, &gw)
 	})
 }
 

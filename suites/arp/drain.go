@@ -42,9 +42,11 @@ const (
 // Moved live, the guest keeps its memory, and with it its MAC and address:
 // unlike a restart (ARP-07), the gateway's entry stays right. What the
 // VLAN sees is the guest's port leaving one node's br100 for the other's.
+// The VM is vm-arp as ARP-02..04 left it re-created and ARP-01 observed
+// it: a drain needs a running guest, not a boot of its own.
 //
-//	vcf-gw ══ trunk ══ node A: br100 ── veth (launcher pod 1) ── vm-arp08   before the drain
-//	             ╚════ node B: br100 ── veth (launcher pod 2) ── vm-arp08   after: same MAC, same address
+//	vcf-gw ══ trunk ══ node A: br100 ── veth (launcher pod 1) ── vm-arp     before the drain
+//	             ╚════ node B: br100 ── veth (launcher pod 2) ── vm-arp     after: same MAC, same address
 //
 // The gateway pings the guest every streamEvery from before the eviction
 // to the first reply after the migration: the outage is the run of
@@ -59,7 +61,7 @@ func drainSpec(f *framework.Framework, booted *fleet, p *platform.Platform, gw *
 		if len((*p).BridgeNodes()) < 2 {
 			Skip("one bridge node only: no node to migrate the VM to")
 		}
-		v, err := booted.take(ctx, "vm-arp08")
+		v, err := booted.take(ctx, "vm-arp")
 		Expect(err).NotTo(HaveOccurred())
 		nic := f.Config().Subject().VLANNIC()
 		before, err := k.VMStatus(ctx, v)

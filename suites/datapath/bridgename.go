@@ -1,6 +1,8 @@
 package datapath
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -33,18 +35,36 @@ const wrongBridge = "br101"
 func bridgeNameSpecs(r *run.Run) {
 	Describe("A NAD whose bridge is not step 1's", labels.Datapath, func() {
 		f := framework.New(r, "brname")
+		// Its guest boots ahead (framework.Prestart): the node's bridges
+		// are read right before its VM is made, which is what "before"
+		// means here, whenever that is.
+		var (
+			node   platform.Node
+			before map[string][]string
+		)
+		elsewhereVM := f.Prestart("vm-elsewhere", func(ctx context.Context, p platform.Platform) (platform.VMSpec, error) {
+			node = p.BridgeNodes()[0]
+			var err error
+			if before, err = nodenet.Bridges(ctx, node); err != nil {
+				return platform.VMSpec{}, err
+			}
+			if _, ok := before[wrongBridge]; ok {
+				return platform.VMSpec{}, fmt.Errorf("%s must not be on %s before its NAD's VM is made: %v", wrongBridge, node.Name(), before)
+			}
+			err = f.ApplyNADSetting(ctx, "vlan100-elsewhere", subject.GuideNADFixture, "bridge", wrongBridge)
+			return platform.VMSpec{Node: node, Networks: []string{"vlan100-elsewhere"}}, err
+		}, labels.Datapath, labels.Claim("VLAN-14"))
 
 		It("[VLAN-14] gets a new bridge of its own: the attachment succeeds, nothing reports an error, and the guest reaches nothing", labels.Claim("VLAN-14"), func(ctx SpecContext) {
 			p, err := f.Platform(ctx)
 			Expect(err).NotTo(HaveOccurred(), "building the platform")
-			node := p.BridgeNodes()[0]
-			before, err := nodenet.Bridges(ctx, node)
-			skip.IfNotObservable(err)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(before).NotTo(HaveKey(wrongBridge), "%s must not be on %s before the spec", wrongBridge, node.Name())
 			// The bridge plugin makes the bridge a NAD names and never
-			// removes it: the spec does, once its VM is gone.
+			// removes it: the spec does, once its VM is gone (node is
+			// set once the VM was prepared).
 			DeferCleanup(func(ctx SpecContext) {
+				if node == nil {
+					return
+				}
 				if now, err := nodenet.Bridges(ctx, node); err == nil {
 					if _, ok := now[wrongBridge]; ok {
 						Expect(nodenet.DeleteBridge(ctx, node, wrongBridge)).To(Succeed())
@@ -53,8 +73,8 @@ func bridgeNameSpecs(r *run.Run) {
 			})
 
 			By("a NAD like the guide's, naming " + wrongBridge)
-			Expect(f.ApplyNADSetting(ctx, "vlan100-elsewhere", subject.GuideNADFixture, "bridge", wrongBridge)).To(Succeed())
-			guest, err := f.StartVM(ctx, platform.VMSpec{Name: "vm-elsewhere", Node: node, Networks: []string{"vlan100-elsewhere"}})
+			guest, err := elsewhereVM.Take(ctx)
+			skip.IfNotObservable(err)
 			Expect(err).NotTo(HaveOccurred(), "the attachment succeeds: nothing reports the bridge name")
 
 			By("the bridge plugin made " + wrongBridge + ", the pod's interface its only port, none of br100's")

@@ -43,10 +43,10 @@ const releaseBound = 30 * time.Second
 func consumerSpecs(f *framework.Framework) {
 	Context("moved to the guide's bridge", func() {
 		It("[VLAN-13] is refused while a macvlan consumer holds uplink.100, and works once the consumer is gone", labels.Claim("VLAN-13"), func(ctx SpecContext) {
-			framework.Disrupts() // it re-cables the macvlan node
 			p, err := f.Platform(ctx)
 			Expect(err).NotTo(HaveOccurred(), "building the platform")
-			node := p.MacvlanNode() // the container's BeforeAll skipped a platform without one
+			node := p.MacvlanNode()       // the container's BeforeAll skipped a platform without one
+			framework.DisruptsNodes(node) // it re-cables the macvlan node
 			parent := node.ParentPoint().Iface
 			// A VM booted ahead on a macvlan attachment (VLAN-03's) holds a
 			// child of the parent too: only this spec's consumer may.

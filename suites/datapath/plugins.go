@@ -19,10 +19,10 @@ func pluginSpecs(r *run.Run) {
 		f := framework.New(r, "no-plugin")
 		// "...a missing binary makes the NAD fail with failed to find plugin "bridge" in path [/opt/cni/bin]."
 		It("[VLAN-09] fails the attachment with the missing-plugin error", labels.Claim("VLAN-09"), func(ctx SpecContext) {
-			framework.Disrupts() // a node without bridge
 			p, err := f.Platform(ctx)
 			Expect(err).NotTo(HaveOccurred(), "building the platform")
 			node := p.BridgeNodes()[len(p.BridgeNodes())-1]
+			framework.DisruptsNodes(node) // a node without bridge
 			restore, err := node.WithoutPlugin(ctx, "bridge")
 			skip.IfNotObservable(err)
 			Expect(err).NotTo(HaveOccurred())

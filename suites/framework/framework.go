@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -216,17 +217,61 @@ func boot(ctx context.Context, p platform.Platform, specs []platform.VMSpec, vms
 // is attached, and alone by a container that disturbs what a VM's start
 // needs (Disrupts): background boots run beside whatever container comes
 // first, and a VM whose pod is set up while Multus rolls out gets no
-// network ("pod link is missing").
-var steady sync.RWMutex
+// network ("pod link is missing"). A spec that disturbs some nodes only
+// (DisruptsNodes) holds their locks alone and the background boots onto
+// the others on.
+var steady = struct {
+	all   sync.RWMutex
+	mu    sync.Mutex
+	nodes map[string]*sync.RWMutex // by node name; "" for a VM placed anywhere
+}{nodes: map[string]*sync.RWMutex{}}
 
 // Disrupts is called first in a container (its BeforeAll) or a spec that
-// disturbs what a VM's start needs: it rolls Multus out, takes a plugin
-// off a node or re-cables one. It waits until the background's boots under
-// way have their guests attached and holds new ones back until the
-// container (or spec) ends.
+// disturbs what a VM's start needs on every node: it rolls Multus out. It
+// waits until the background's boots under way have their guests attached
+// and holds new ones back until the container (or spec) ends.
 func Disrupts() {
-	steady.Lock()
-	DeferCleanup(steady.Unlock)
+	steady.all.Lock()
+	DeferCleanup(steady.all.Unlock)
+}
+
+// DisruptsNodes is Disrupts for a spec that disturbs these nodes only: it
+// takes a plugin off one or re-cables one. Boots ahead onto other nodes go
+// on (measured: a re-cabling of the macvlan node held every boot back for
+// a minute and a half).
+func DisruptsNodes(nodes ...platform.Node) {
+	for _, l := range nodeLocks(nodes, true) {
+		l.Lock()
+		DeferCleanup(l.Unlock)
+	}
+}
+
+// nodeLocks are the locks of the nodes a VM may start on, in one order
+// (by name), so that holders never wait for one another in a cycle; with
+// anywhere, the lock of a VM placed on no node too, which every node's
+// disruption must hold.
+func nodeLocks(nodes []platform.Node, anywhere bool) []*sync.RWMutex {
+	names := []string{}
+	for _, n := range nodes {
+		if n != nil {
+			names = append(names, n.Name())
+		}
+	}
+	if anywhere || len(names) == 0 {
+		names = append(names, "")
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	steady.mu.Lock()
+	defer steady.mu.Unlock()
+	locks := make([]*sync.RWMutex, len(names))
+	for i, n := range names {
+		if steady.nodes[n] == nil {
+			steady.nodes[n] = &sync.RWMutex{}
+		}
+		locks[i] = steady.nodes[n]
+	}
+	return locks
 }
 
 // Delete deletes the VM before the spec ends (VLAN-13's consumer): the

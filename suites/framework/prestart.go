@@ -31,14 +31,20 @@ type Prestarted struct {
 	addr     netip.Prefix
 	prep     func(ctx context.Context, p platform.Platform) (platform.VMSpec, error)
 
-	mu    sync.Mutex
-	state prestartState
-	done  chan struct{} // closed when the background's boot of it ended
-	spec  platform.VMSpec
-	began bool // its boot got its slot: it may have made things on the node
-	vm    *VM
-	err   error
+	mu       sync.Mutex
+	state    prestartState
+	done     chan struct{} // closed when the background's boot of it ended
+	spec     platform.VMSpec
+	began    bool // its boot got its slot: it may have made things on the node
+	promoted bool // its spec took it before its boot got a slot: the spec boots it
+	abandon  context.CancelFunc
+	vm       *VM
+	err      error
 }
+
+// errPromoted ends a background boot whose spec took the VM before the
+// boot got its slot.
+var errPromoted = errors.New("taken by its spec before its boot ahead got a slot")
 
 type prestartState int
 
@@ -170,7 +176,8 @@ func StopPrestarts(ctx context.Context) error {
 // matches: a spec that Disrupts calls it for the ones it would disturb or
 // be disturbed by (VLAN-13 re-cables a macvlan parent, which a booted-ahead
 // vm-mv holds a child of: EBUSY). Each boots again when its spec takes it.
-// Call it after Disrupts, which ends the background's boots under way.
+// Call it after Disrupts or DisruptsNodes, which end the background's
+// boots under way there.
 func SetAside(ctx context.Context, match func(platform.VMSpec) bool) error {
 	prestarts.Lock()
 	all := append([]*Prestarted(nil), prestarts.all...)
@@ -183,6 +190,14 @@ func SetAside(ctx context.Context, match func(platform.VMSpec) bool) error {
 		// A background boot that has not got its slot waits for the
 		// disruption to end: it made nothing yet.
 		if state != ready && (state != booting || !began) {
+			continue
+		}
+		// One that does not match is left alone, booting or not: a
+		// disruption of some nodes lets boots onto the others go on.
+		ps.mu.Lock()
+		spec := ps.spec
+		ps.mu.Unlock()
+		if !match(spec) {
 			continue
 		}
 		// Disrupts waited for its guest's attachment only: wait for the
@@ -233,7 +248,33 @@ func TakeAll(ctx context.Context, all ...*Prestarted) ([]*VM, error) {
 		ps.mu.Lock()
 		was[i] = ps.state
 		ps.state = taken
+		// A boot ahead still waiting for a slot, which the background gets
+		// only on a free core, is the spec's own now (measured: ARP-06
+		// waited 118 s for vm-arp06b, queued behind the boots of specs
+		// that were done with theirs).
+		promote := was[i] == booting && !ps.began
+		if promote {
+			ps.promoted = true
+			if ps.abandon != nil {
+				ps.abandon()
+			}
+		}
 		ps.mu.Unlock()
+		if promote {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				select {
+				case <-ps.done: // its background boot gave up its wait
+				case <-ctx.Done():
+					errs[i] = fmt.Errorf("waiting for %s's boot ahead to give way: %w", ps.name, context.Cause(ctx))
+					return
+				}
+				vms[i], errs[i] = ps.boot(ctx, p, false)
+			}()
+			was[i] = waiting
+			continue
+		}
 		if was[i] == waiting {
 			wg.Add(1)
 			go func() {
@@ -301,14 +342,33 @@ func (ps *Prestarted) boot(ctx context.Context, p platform.Platform, background 
 		var settle func()
 		ctx = platform.WithBootTrace(ctx, &platform.BootTrace{Attached: func() { settle() }})
 		hold = func(ctx context.Context, p platform.Platform) (func(), error) {
-			release, s, err := holdBackgroundSlot(ctx, p)
-			if err == nil {
-				settle = s
-				ps.mu.Lock()
-				ps.began = true
-				ps.mu.Unlock()
+			// The wait for a slot ends early when the spec takes the VM
+			// (TakeAll): the boot itself runs under ctx.
+			wait, abandon := context.WithCancel(ctx)
+			defer abandon()
+			ps.mu.Lock()
+			ps.abandon = abandon
+			if ps.promoted {
+				abandon()
 			}
-			return release, err
+			ps.mu.Unlock()
+			release, s, err := holdBackgroundSlot(wait, p, append([]platform.Node{spec.Node}, spec.AlsoOn...))
+			ps.mu.Lock()
+			defer ps.mu.Unlock()
+			ps.abandon = nil
+			if err == nil && ps.promoted {
+				release()
+				err = errPromoted
+			}
+			if err != nil {
+				if ps.promoted {
+					err = errPromoted
+				}
+				return nil, err
+			}
+			settle = s
+			ps.began = true
+			return release, nil
 		}
 	}
 	return vm, boot(ctx, p, []platform.VMSpec{spec}, []*VM{vm}, 1, hold)

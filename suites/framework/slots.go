@@ -207,16 +207,28 @@ func Aside(ctx context.Context) context.Context {
 	return context.WithValue(ctx, asideKey{}, true)
 }
 
-// holdBackgroundSlot waits for no container to be disrupting (Disrupts),
-// then for a boot slot behind every spec's own boot. settle lets the
+// holdBackgroundSlot waits for no container to be disrupting (Disrupts)
+// every node or one of the nodes the VM may start on (DisruptsNodes), then
+// for a boot slot behind every spec's own boot. settle lets the
 // disrupting containers go once the guest is attached (platform.BootTrace):
 // what they disturb is the attachment, not the guest's boot after it;
 // release does too, and gives the slot back. Steady is taken before the
 // slot, so that a slot is never held waiting for a disruption to end.
-func holdBackgroundSlot(ctx context.Context, p platform.Platform) (release, settle func(), err error) {
-	steady.RLock()
+func holdBackgroundSlot(ctx context.Context, p platform.Platform, on []platform.Node) (release, settle func(), err error) {
+	locks := nodeLocks(on, false)
+	steady.all.RLock()
+	for _, l := range locks {
+		l.RLock()
+	}
 	var once sync.Once
-	settle = func() { once.Do(steady.RUnlock) }
+	settle = func() {
+		once.Do(func() {
+			for _, l := range locks {
+				l.RUnlock()
+			}
+			steady.all.RUnlock()
+		})
+	}
 	r, err := bootSlots(p).hold(ctx, ahead)
 	if err != nil {
 		settle()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/cozystack/vlan-conformance/framework/platform"
 )
 
 // A freed slot goes to a spec's own boot first, then to side work, then
@@ -174,6 +176,53 @@ func holdLater(s *slotPool, k bootKind) <-chan func() {
 	got := make(chan func(), 1)
 	go func() {
 		r, _ := s.hold(context.Background(), k)
+		got <- r
+	}()
+	return got
+}
+
+// A disruption of some nodes (DisruptsNodes) holds back the background's
+// boots that may land there, a VM placed on no node among them, and only
+// those: measured, a re-cabled macvlan node held every boot back for a
+// minute and a half.
+func TestADisruptedNodeHoldsBackOnlyTheBootsThatMayLandThere(t *testing.T) {
+	slotsOnce.Do(func() { slots = newSlotPool(4) })
+	a, b := namedNode{name: "node-a"}, namedNode{name: "node-b"}
+	disrupted := nodeLocks([]platform.Node{a}, true)
+	for _, l := range disrupted {
+		l.Lock()
+	}
+	elsewhere := got(t, holdBackground(nil, b), "a boot onto another node waited for the disruption")
+	onIt := holdBackground(nil, a)
+	mayMove := holdBackground(nil, b, a)
+	anywhere := holdBackground(nil)
+	blocked(t, onIt, "a boot onto the disrupted node went ahead")
+	blocked(t, mayMove, "a boot free to run on the disrupted node went ahead")
+	blocked(t, anywhere, "a boot placed on no node went ahead")
+	elsewhere()
+	for _, l := range disrupted {
+		l.Unlock()
+	}
+	for _, ch := range []<-chan func(){onIt, mayMove, anywhere} {
+		got(t, ch, "a boot held back still waited once the disruption ended")()
+	}
+}
+
+type namedNode struct {
+	platform.Node
+	name string
+}
+
+func (n namedNode) Name() string { return n.name }
+
+// holdBackground waits for a background slot for a VM that may start on
+// nodes, in a goroutine, and hands its release over once it has one (its
+// guest attached at once).
+func holdBackground(p platform.Platform, on ...platform.Node) <-chan func() {
+	got := make(chan func(), 1)
+	go func() {
+		r, settle, _ := holdBackgroundSlot(context.Background(), p, on)
+		settle()
 		got <- r
 	}()
 	return got
