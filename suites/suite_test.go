@@ -119,6 +119,21 @@ func hooks(r *run.Run) {
 		Expect(framework.StopPrestarts(ctx)).To(Succeed(), "deleting the VMs booted ahead that no spec took")
 		Expect(r.Shutdown(ctx)).To(Succeed(), "removing everything the platform created")
 	})
+	// When each spec ran goes on the platform's timeline, beside its boots
+	// (bench-cluster.md: what the lane waited for).
+	ReportAfterEach(func(rep SpecReport) {
+		p, ok := r.Built()
+		if !ok || rep.State.Is(types.SpecStateSkipped|types.SpecStatePending) {
+			return
+		}
+		if t, ok := platform.As[platform.Timed](p); ok {
+			container := rep.LeafNodeType.String()
+			if len(rep.ContainerHierarchyTexts) > 0 {
+				container = rep.ContainerHierarchyTexts[0]
+			}
+			t.SpecRan(container, rep.LeafNodeText, rep.StartTime, rep.EndTime)
+		}
+	})
 	JustAfterEach(func(ctx SpecContext) {
 		report := CurrentSpecReport()
 		if !report.Failed() || !cfg.DumpOnFailure {

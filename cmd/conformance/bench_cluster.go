@@ -131,8 +131,32 @@ func renderBenchCluster(r benchClusterRun) string {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", row[0], row[1], row[2])
 	}
 	writeSpecTimes(&b, r.Specs)
+	writeOrder(&b, r.Timeline.Specs)
 	writeBoots(&b, r.Timeline, vms)
 	return b.String()
+}
+
+// writeOrder is the containers in the order they ran, a row for each run
+// of one container's specs, in seconds from the start of building the
+// platform: beside the boots' table it shows what the lane waited for.
+func writeOrder(b *strings.Builder, specs []timeline.Span) {
+	b.WriteString("\n## Containers in the order they ran (seconds from the start of building the platform)\n\n")
+	if len(specs) == 0 {
+		b.WriteString("None recorded (a run from before they were, or one that ran no spec).\n")
+		return
+	}
+	specs = slices.Clone(specs)
+	slices.SortStableFunc(specs, func(x, y timeline.Span) int { return cmp.Compare(x.At, y.At) })
+	b.WriteString("| container | began at | ended at | seconds | specs |\n|---|---|---|---|---|\n")
+	for i := 0; i < len(specs); {
+		j, end := i, specs[i].At+specs[i].Took
+		for j+1 < len(specs) && specs[j+1].Container == specs[i].Container {
+			j++
+			end = max(end, specs[j].At+specs[j].Took)
+		}
+		fmt.Fprintf(b, "| %s | %.0f | %.0f | %.1f | %d |\n", cell(specs[i].Container), specs[i].At, end, end-specs[i].At, j-i+1)
+		i = j + 1
+	}
 }
 
 // recreations are the rows for the re-created VMs: the slowest and the

@@ -70,6 +70,20 @@ func TestRenderBenchCluster(t *testing.T) {
 		t.Errorf("total row %q, want 159 s over 4 specs", lines[8])
 	}
 
+	order := section(t, md, "## Containers in the order they ran")
+	for _, want := range []string{
+		"| A VM bridged onto VLAN 100 through br100 | 420 | 436 | 16.0 | 2 |",
+		"| Re-creating a VM on the cluster | 460 | 600 | 140.4 | 1 |",
+		"| A node provisioned for macvlan | 601 | 604 | 3.0 | 1 |",
+	} {
+		if !strings.Contains(order, want) {
+			t.Errorf("no %q in the order:\n%s", want, order)
+		}
+	}
+	if strings.Index(order, "br100") > strings.Index(order, "Re-creating") {
+		t.Errorf("containers not in the order they began:\n%s", order)
+	}
+
 	boots := section(t, md, "## VM boots")
 	for _, want := range []string{
 		"| vlan-01/vm-a | start | 345 | 55.0 | 75.0 | 90.0 |",
@@ -94,6 +108,7 @@ func TestRenderBenchClusterPods(t *testing.T) {
 		"| slowest re-created VM (delete to guest logged in again) | none in a pod run |",
 		"a pod run: the VM lane's goal does not apply",
 		"No spec times: the run's JUnit was not read, or lists no spec.",
+		"None recorded (a run from before they were, or one that ran no spec).",
 		"None in a pod run.",
 	} {
 		if !strings.Contains(md, want) {

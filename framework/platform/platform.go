@@ -419,6 +419,12 @@ type SideBySide interface {
 	StartsSideBySide() int
 }
 
+// Timed is a platform that keeps a timeline of the run (the cluster's,
+// for `make bench-cluster`): the suite records on it when each spec ran.
+type Timed interface {
+	SpecRan(container, spec string, from, to time.Time)
+}
+
 // Workloads is a platform whose workloads may be pods rather than VMs (the
 // cluster tier without KubeVirt). A platform that is not one runs VMs, or
 // the lab's replicas of them.

@@ -18,8 +18,9 @@
 // spec leans on what another left in the gateway's entry; ARP-03 times the
 // recovery from the outage ARP-02 just saw, when it did (the same event,
 // another side), and ARP-01 observes the last re-creation from the sides
-// the others do not, and ARP-08 drains its node; ARP-05..07 have guests
-// of their own (vm.go: guests). The gateway's neighbour timers are part of the fixture: the lab
+// the others do not, and ARP-08 drains its node; ARP-05 and ARP-07 have
+// guests of their own, and ARP-06 pins ARP-05's MAC on a second guest
+// (vm.go: guests). The gateway's neighbour timers are part of the fixture: the lab
 // sets the declared profile, the specs read it back, report it and derive
 // their bound from what is declared.
 package arp
@@ -63,17 +64,16 @@ const (
 	vendorLimit = 6 * time.Minute
 	// The MACs pinned here come from KubeMacPool's default pool (seed 003).
 	pinnedMAC = "02:00:00:00:05:01"
-	sharedMAC = "02:00:00:00:06:01"
 )
 
 // Specs registers the ARP specs with the run.
 func Specs(r *run.Run) {
 	// The container runs first, whatever the seed's order of the others
-	// (SpecPriority): its re-creations come one after another, the lane's
-	// longest chain, and only when it starts the run do the other
-	// containers' guests boot beside it (framework.Prestart) instead of
-	// leaving a core idle through it at the end.
-	Describe("Re-creating a VM on VLAN 100", labels.ARP, Ordered, ContinueOnFailure, SpecPriority(1), func() {
+	// (framework.LongestChain): its
+	// re-creations come one after another, the lane's longest chain, and
+	// the other containers' guests boot beside it (framework.Prestart)
+	// instead of leaving a core idle through it at the end.
+	Describe("Re-creating a VM on VLAN 100", labels.ARP, Ordered, ContinueOnFailure, framework.LongestChain, func() {
 		f := framework.New(r, "arp")
 		// Every guest boots ahead from the cluster's set-up (vm.go).
 		booted := prestartFleet(f)
@@ -405,9 +405,10 @@ func Specs(r *run.Run) {
 		// Seed 003: "If two VMs accidentally receive the same MAC address, an enterprise network
 		// collision occurs, dropping packets across the physical switch."
 		It("[ARP-06] reports two guests with one MAC on VLAN 100 as a collision: the MAC flaps between bridge ports", labels.Claim("ARP-06"), func(ctx SpecContext) {
-			// b on a second node when there is one (guests): the collision
-			// then spans the trunk, as in seed 003.
-			pair, err := booted.takeAll(ctx, "vm-arp06a", "vm-arp06b")
+			// vm-arp06 takes the MAC vm-arp05 holds, on a second node when
+			// there is one (guests): the collision then spans the trunk, as
+			// in seed 003.
+			pair, err := booted.takeAll(ctx, "vm-arp06", "vm-arp05")
 			Expect(err).NotTo(HaveOccurred())
 			a, b := pair[0], pair[1]
 			watched := a.Node()

@@ -35,7 +35,7 @@ func kubeVMs(ctx SpecContext, f *framework.Framework) (platform.Platform, platfo
 //	tenant-nad:             NAD vlan100 ──▶ bridge br100 (step 1)
 //	tenant-nad-without-nad: VM vm-nonad, networks: [vlan100]  ✗ no NAD here
 func nadNamespaceSpecs(r *run.Run) {
-	Describe("A VM in a tenant namespace without its own copy of the NAD", labels.Cluster, labels.Datapath, func() {
+	Describe("A VM in a tenant namespace without its own copy of the NAD", labels.Cluster, labels.Datapath, framework.BootsNoGuest, func() {
 		f := framework.New(r, "nad")
 		// "...resolves a network by name in the VM's own namespace, so one copy
 		// of the NAD must exist in every tenant namespace that runs VMs on this VLAN."

@@ -15,7 +15,7 @@ import (
 )
 
 func pluginSpecs(r *run.Run) {
-	Describe("A node without the bridge plugin", labels.Datapath, func() {
+	Describe("A node without the bridge plugin", labels.Datapath, framework.BootsNoGuest, func() {
 		f := framework.New(r, "no-plugin")
 		// "...a missing binary makes the NAD fail with failed to find plugin "bridge" in path [/opt/cni/bin]."
 		It("[VLAN-09] fails the attachment with the missing-plugin error", labels.Claim("VLAN-09"), func(ctx SpecContext) {

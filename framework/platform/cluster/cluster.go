@@ -131,6 +131,11 @@ func (c *Cluster) Config() *config.Config       { return c.cfg }
 func (c *Cluster) Gateway() platform.Gateway    { return c.gw }
 func (c *Cluster) BridgeNodes() []platform.Node { return c.nodes.BridgeNodes() }
 
+// SpecRan: see platform.Timed.
+func (c *Cluster) SpecRan(container, spec string, from, to time.Time) {
+	c.timeline.Spec(container, spec, from, to)
+}
+
 // MacvlanNode is the control plane of a kind cluster, provisioned as
 // macvlan users do (address on the VLAN parent, no bridge).
 func (c *Cluster) MacvlanNode() platform.Node {

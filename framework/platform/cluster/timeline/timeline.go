@@ -57,6 +57,16 @@ type Boot struct {
 // Took is the boot's time to the last stage it reached.
 func (b Boot) Took() float64 { return max(b.VMI, b.Login, b.CloudInit) }
 
+// Span is the stretch of the run one spec took (or a suite node: the
+// set-up, the removal), from the start of building the platform: beside
+// the boots, it shows what the lane waited for.
+type Span struct {
+	Container string  `json:"container"` // the spec's outermost container, or the node's kind
+	Spec      string  `json:"spec"`
+	At        float64 `json:"at"`
+	Took      float64 `json:"took"`
+}
+
 // Stages are when one boot began and reached each stage; a zero time is a
 // stage not reached.
 type Stages struct{ From, VMI, Login, CloudInit time.Time }
@@ -68,6 +78,7 @@ type Timeline struct {
 	start      time.Time
 	marks      []Mark
 	boots      []Boot
+	specs      []Span
 	sideBySide int
 }
 
@@ -110,6 +121,17 @@ func (t *Timeline) Boot(vm, kind string, s Stages) {
 	t.boots = append(t.boots, b)
 }
 
+// Spec records one spec's stretch of the run (see Span). Safe to call
+// from several goroutines.
+func (t *Timeline) Spec(container, spec string, from, to time.Time) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.specs = append(t.specs, Span{Container: container, Spec: spec, At: from.Sub(t.start).Seconds(), Took: to.Sub(from).Seconds()})
+}
+
 // SideBySide records how many guests the run boots at once, so that what
 // reads the boots knows what their sum means for the lane.
 func (t *Timeline) SideBySide(n int) {
@@ -145,6 +167,9 @@ func (t *Timeline) Boots() []Boot {
 type Run struct {
 	Marks []Mark `json:"marks"`
 	Boots []Boot `json:"boots"`
+	// Specs are the specs' stretches, in the order they ended; none in a
+	// report from before they were recorded.
+	Specs []Span `json:"specs,omitempty"`
 	// SideBySide is how many guests booted at once at most; 0 in a
 	// report from before it was recorded.
 	SideBySide int `json:"side_by_side,omitempty"`
@@ -162,9 +187,9 @@ func (r Run) Milestones() map[string]float64 {
 // WriteFile writes the marks and boots as JSON.
 func (t *Timeline) WriteFile(path string) error {
 	t.mu.Lock()
-	n := t.sideBySide
+	n, specs := t.sideBySide, append([]Span(nil), t.specs...)
 	t.mu.Unlock()
-	b, err := json.MarshalIndent(Run{Marks: t.Marks(), Boots: t.Boots(), SideBySide: n}, "", "  ")
+	b, err := json.MarshalIndent(Run{Marks: t.Marks(), Boots: t.Boots(), Specs: specs, SideBySide: n}, "", "  ")
 	if err != nil {
 		return err
 	}
