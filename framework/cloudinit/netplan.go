@@ -12,6 +12,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"sigs.k8s.io/yaml"
+
+	"github.com/cozystack/vlan-conformance/framework/dump"
 )
 
 // Netplan is the subset of a netplan file the guide uses: network.version
@@ -102,7 +104,7 @@ func links(h *netlink.Handle, id string, eth Ethernet) ([]netlink.Link, error) {
 		}
 		return []netlink.Link{l}, nil
 	}
-	all, err := h.LinkList()
+	all, err := dump.Consistent(h.LinkList)
 	if err != nil {
 		return nil, err
 	}

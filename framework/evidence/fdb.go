@@ -6,6 +6,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/cozystack/vlan-conformance/framework/dump"
 )
 
 // FDBEntry is one entry of a bridge's forwarding database.
@@ -24,7 +26,7 @@ func ReadBridgeFDB(h *netlink.Handle, bridge string) ([]FDBEntry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("no %s: %w", bridge, err)
 	}
-	list, err := h.NeighList(0, unix.AF_BRIDGE)
+	list, err := dump.Consistent(func() ([]netlink.Neigh, error) { return h.NeighList(0, unix.AF_BRIDGE) })
 	if err != nil {
 		return nil, fmt.Errorf("%s FDB: %w", bridge, err)
 	}
@@ -52,7 +54,7 @@ func ReadBridgeFDB(h *netlink.Handle, bridge string) ([]FDBEntry, error) {
 // ReadBridges lists the bridges in h's namespace and the ports enslaved to
 // each (what `ip link show type bridge` and `bridge link` print).
 func ReadBridges(h *netlink.Handle) (map[string][]string, error) {
-	links, err := h.LinkList()
+	links, err := dump.Consistent(h.LinkList)
 	if err != nil {
 		return nil, err
 	}

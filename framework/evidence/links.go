@@ -7,6 +7,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/cozystack/vlan-conformance/framework/dump"
 	"github.com/cozystack/vlan-conformance/framework/nsexec"
 )
 
@@ -78,7 +79,7 @@ type Route struct {
 
 // ReadLinks is every link of the namespace h is in, by name.
 func ReadLinks(h *netlink.Handle) (map[string]Link, error) {
-	links, err := h.LinkList()
+	links, err := dump.Consistent(h.LinkList)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +94,7 @@ func ReadLinks(h *netlink.Handle) (map[string]Link, error) {
 		case *netlink.Macvlan:
 			k.Parent = names[a.ParentIndex]
 		}
-		addrs, err := h.AddrList(l, netlink.FAMILY_ALL)
+		addrs, err := dump.Consistent(func() ([]netlink.Addr, error) { return h.AddrList(l, netlink.FAMILY_ALL) })
 		if err != nil {
 			return nil, fmt.Errorf("addresses of %s: %w", a.Name, err)
 		}
@@ -122,12 +123,12 @@ func linkNames(links []netlink.Link) map[int]string {
 
 // ReadRoutes is the main IPv4 table of the namespace h is in.
 func ReadRoutes(h *netlink.Handle) ([]Route, error) {
-	links, err := h.LinkList()
+	links, err := dump.Consistent(h.LinkList)
 	if err != nil {
 		return nil, err
 	}
 	names := linkNames(links)
-	routes, err := h.RouteList(nil, netlink.FAMILY_V4)
+	routes, err := dump.Consistent(func() ([]netlink.Route, error) { return h.RouteList(nil, netlink.FAMILY_V4) })
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/cozystack/vlan-conformance/framework/dump"
 )
 
 // Neighbor is one neighbour-table entry.
@@ -54,7 +56,7 @@ func ReadNeighbor(h *netlink.Handle, iface string, ip netip.Addr) (Neighbor, err
 		}
 		idx = l.Attrs().Index
 	}
-	list, err := h.NeighList(idx, netlink.FAMILY_V4)
+	list, err := dump.Consistent(func() ([]netlink.Neigh, error) { return h.NeighList(idx, netlink.FAMILY_V4) })
 	if err != nil {
 		return Neighbor{}, err
 	}

@@ -7,12 +7,14 @@ import (
 	"strings"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/cozystack/vlan-conformance/framework/dump"
 )
 
 // HostSnapshot describes this namespace's links, addresses and routes (not
 // counters), so a run can prove it left the host as it found it.
 func HostSnapshot() (string, error) {
-	links, err := netlink.LinkList()
+	links, err := dump.Consistent(netlink.LinkList)
 	if err != nil {
 		return "", err
 	}
@@ -21,7 +23,7 @@ func HostSnapshot() (string, error) {
 		a := l.Attrs()
 		// Carrier (running) and IPv6 link-local state follow the wire, not us.
 		lines = append(lines, fmt.Sprintf("link %s type %s mtu %d flags %s master %d mac %s", a.Name, l.Type(), a.MTU, a.Flags&^net.FlagRunning, a.MasterIndex, a.HardwareAddr))
-		addrs, err := netlink.AddrList(l, netlink.FAMILY_ALL)
+		addrs, err := dump.Consistent(func() ([]netlink.Addr, error) { return netlink.AddrList(l, netlink.FAMILY_ALL) })
 		if err != nil {
 			return "", err
 		}
@@ -32,7 +34,9 @@ func HostSnapshot() (string, error) {
 			lines = append(lines, fmt.Sprintf("addr %s dev %s", ad.IPNet, a.Name))
 		}
 	}
-	routes, err := netlink.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: 0}, netlink.RT_FILTER_TABLE)
+	routes, err := dump.Consistent(func() ([]netlink.Route, error) {
+		return netlink.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: 0}, netlink.RT_FILTER_TABLE)
+	})
 	if err != nil {
 		return "", err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/cozystack/vlan-conformance/framework/dump"
 	"github.com/cozystack/vlan-conformance/framework/nsexec"
 )
 
@@ -145,7 +146,7 @@ func Sweep() error {
 			errs = append(errs, DeleteNamespace(e.Name()))
 		}
 	}
-	links, err := netlink.LinkList()
+	links, err := dump.Consistent(netlink.LinkList)
 	if err != nil {
 		errs = append(errs, err)
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/cozystack/vlan-conformance/framework/dump"
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/probe"
@@ -88,7 +89,7 @@ func Addresses(ctx context.Context, g platform.Guest, iface string) ([]netip.Pre
 	if err != nil {
 		return nil, err
 	}
-	addrs, err := in.Handle.AddrList(l, netlink.FAMILY_V4)
+	addrs, err := dump.Consistent(func() ([]netlink.Addr, error) { return in.Handle.AddrList(l, netlink.FAMILY_V4) })
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +164,7 @@ func Routes(ctx context.Context, g platform.Guest) ([]platform.Route, error) {
 		}
 		return parseRoutes(out)
 	}
-	rs, err := in.Handle.RouteList(nil, netlink.FAMILY_V4)
+	rs, err := dump.Consistent(func() ([]netlink.Route, error) { return in.Handle.RouteList(nil, netlink.FAMILY_V4) })
 	if err != nil {
 		return nil, err
 	}

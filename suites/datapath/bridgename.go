@@ -3,6 +3,7 @@ package datapath
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -37,23 +38,46 @@ func bridgeNameSpecs(r *run.Run) {
 		f := framework.New(r, "brname")
 		// Its guest boots ahead (framework.Prestart): the node's bridges
 		// are read right before its VM is made, which is what "before"
-		// means here, whenever that is.
+		// means here, whenever that is. The preparation may run in the
+		// background while the spec's clean-up reads node: mu orders them.
 		var (
+			mu     sync.Mutex
 			node   platform.Node
 			before map[string][]string
 		)
 		elsewhereVM := f.Prestart("vm-elsewhere", func(ctx context.Context, p platform.Platform) (platform.VMSpec, error) {
-			node = p.BridgeNodes()[0]
-			var err error
-			if before, err = nodenet.Bridges(ctx, node); err != nil {
+			n := p.BridgeNodes()[0]
+			mu.Lock()
+			node = n
+			mu.Unlock()
+			bridges, err := nodenet.Bridges(ctx, n)
+			if err != nil {
 				return platform.VMSpec{}, err
 			}
-			if _, ok := before[wrongBridge]; ok {
-				return platform.VMSpec{}, fmt.Errorf("%s must not be on %s before its NAD's VM is made: %v", wrongBridge, node.Name(), before)
+			// A run stopped after this VM was made, before its spec ran,
+			// leaves the bridge behind with no port: gone before "before".
+			if ports, ok := bridges[wrongBridge]; ok && len(ports) == 0 {
+				if err := nodenet.DeleteBridge(ctx, n, wrongBridge); err != nil {
+					return platform.VMSpec{}, fmt.Errorf("an earlier run's %s on %s, with no port: %w", wrongBridge, n.Name(), err)
+				}
+				if bridges, err = nodenet.Bridges(ctx, n); err != nil {
+					return platform.VMSpec{}, err
+				}
 			}
+			if _, ok := bridges[wrongBridge]; ok {
+				return platform.VMSpec{}, fmt.Errorf("%s must not be on %s before its NAD's VM is made: %v", wrongBridge, n.Name(), bridges)
+			}
+			mu.Lock()
+			before = bridges
+			mu.Unlock()
 			err = f.ApplyNADSetting(ctx, "vlan100-elsewhere", subject.GuideNADFixture, "bridge", wrongBridge)
-			return platform.VMSpec{Node: node, Networks: []string{"vlan100-elsewhere"}}, err
+			return platform.VMSpec{Node: n, Networks: []string{"vlan100-elsewhere"}}, err
 		}, labels.Datapath, labels.Claim("VLAN-14"))
+		prepared := func() (platform.Node, map[string][]string) {
+			mu.Lock()
+			defer mu.Unlock()
+			return node, before
+		}
 
 		It("[VLAN-14] gets a new bridge of its own: the attachment succeeds, nothing reports an error, and the guest reaches nothing", labels.Claim("VLAN-14"), func(ctx SpecContext) {
 			p, err := f.Platform(ctx)
@@ -62,6 +86,7 @@ func bridgeNameSpecs(r *run.Run) {
 			// removes it: the spec does, once its VM is gone (node is
 			// set once the VM was prepared).
 			DeferCleanup(func(ctx SpecContext) {
+				node, _ := prepared()
 				if node == nil {
 					return
 				}
@@ -76,6 +101,7 @@ func bridgeNameSpecs(r *run.Run) {
 			guest, err := elsewhereVM.Take(ctx)
 			skip.IfNotObservable(err)
 			Expect(err).NotTo(HaveOccurred(), "the attachment succeeds: nothing reports the bridge name")
+			node, before := prepared()
 
 			By("the bridge plugin made " + wrongBridge + ", the pod's interface its only port, none of br100's")
 			after, err := nodenet.Bridges(ctx, node)

@@ -356,14 +356,13 @@ func (ps *Prestarted) boot(ctx context.Context, p platform.Platform, background 
 			ps.mu.Lock()
 			defer ps.mu.Unlock()
 			ps.abandon = nil
-			if err == nil && ps.promoted {
-				release()
-				err = errPromoted
+			if ps.promoted {
+				if err == nil {
+					release()
+				}
+				return nil, errPromoted
 			}
 			if err != nil {
-				if ps.promoted {
-					err = errPromoted
-				}
 				return nil, err
 			}
 			settle = s

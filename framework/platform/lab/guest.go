@@ -15,6 +15,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/cloudinit"
 	"github.com/cozystack/vlan-conformance/framework/cni"
 	"github.com/cozystack/vlan-conformance/framework/controls"
+	"github.com/cozystack/vlan-conformance/framework/dump"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/gateway"
 	"github.com/cozystack/vlan-conformance/framework/guestnet"
@@ -234,7 +235,7 @@ func (g *guest) readAttachment(nad, ifName string, ips []netip.Prefix) (platform
 		return a, fmt.Errorf("CNI ADD left no %s in the pod: %w", ifName, err)
 	}
 	a.MTU = l.Attrs().MTU
-	addrs, err := g.pod.Handle.AddrList(l, netlink.FAMILY_V4)
+	addrs, err := dump.Consistent(func() ([]netlink.Addr, error) { return g.pod.Handle.AddrList(l, netlink.FAMILY_V4) })
 	if err != nil {
 		return a, err
 	}

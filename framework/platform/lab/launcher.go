@@ -7,6 +7,7 @@ import (
 	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
 
+	"github.com/cozystack/vlan-conformance/framework/dump"
 	"github.com/cozystack/vlan-conformance/framework/nsexec"
 )
 
@@ -53,7 +54,7 @@ func (l *launcher) bind(guestNS int, guestIface string) (net.HardwareAddr, error
 	}
 	orig := podIface.Attrs()
 	origMAC := append(net.HardwareAddr(nil), orig.HardwareAddr...)
-	all, err := h.AddrList(podIface, netlink.FAMILY_ALL)
+	all, err := dump.Consistent(func() ([]netlink.Addr, error) { return h.AddrList(podIface, netlink.FAMILY_ALL) })
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cozystack/vlan-conformance/framework/cloudinit"
+	"github.com/cozystack/vlan-conformance/framework/dump"
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/guestnet"
 	"github.com/cozystack/vlan-conformance/framework/platform"
@@ -299,7 +300,7 @@ func launcherIPv4(uid, iface string) ([]netip.Prefix, error) {
 		return nil, err
 	}
 	defer h.Close()
-	links, err := h.LinkList()
+	links, err := dump.Consistent(h.LinkList)
 	if err != nil {
 		return nil, err
 	}
@@ -310,7 +311,7 @@ func launcherIPv4(uid, iface string) ([]netip.Prefix, error) {
 			continue
 		}
 		found = true
-		addrs, err := h.AddrList(l, netlink.FAMILY_V4)
+		addrs, err := dump.Consistent(func() ([]netlink.Addr, error) { return h.AddrList(l, netlink.FAMILY_V4) })
 		if err != nil {
 			return nil, err
 		}
