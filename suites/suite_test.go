@@ -24,6 +24,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/platform/lab"
 	"github.com/cozystack/vlan-conformance/framework/run"
 	stagerlib "github.com/cozystack/vlan-conformance/framework/stager"
+	"github.com/cozystack/vlan-conformance/framework/subject"
 
 	"github.com/cozystack/vlan-conformance/suites/arp"
 	"github.com/cozystack/vlan-conformance/suites/datapath"
@@ -33,15 +34,22 @@ import (
 	"github.com/cozystack/vlan-conformance/suites/stager"
 )
 
-var cfg = config.Register(flag.CommandLine)
+var (
+	cfg  = config.Register(flag.CommandLine)
+	subj *subject.Subject // the release --cozystack names (TestMain); nil without
+)
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if err := cfg.Validate(); err != nil {
+	err := cfg.Validate()
+	if err == nil {
+		subj, err = subject.Of(cfg)
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "conformance: invalid input, nothing was created:\n%v\n", err)
 		os.Exit(config.ExitBadInput)
 	}
-	if err := cfg.Prepare(); err != nil {
+	if err := subj.Prepare(cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "conformance: %v\n", err)
 		os.Exit(1)
 	}
@@ -57,7 +65,7 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lock.Close()
-	r, err := run.New(cfg, build)
+	r, err := run.New(cfg, subj, build)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +77,7 @@ func TestConformance(t *testing.T) {
 	release.Specs(r)
 	hooks(r)
 	suiteConfig, reporterConfig := GinkgoConfiguration()
-	if !cfg.Subject().Stages() {
+	if !subj.Stages() {
 		// The report says why these claims are not made (report.ForRelease).
 		suiteConfig.LabelFilter = labels.WithoutStaging(suiteConfig.LabelFilter)
 	}
@@ -84,13 +92,13 @@ func TestConformance(t *testing.T) {
 func build(ctx context.Context) (platform.Platform, error) {
 	switch cfg.Tier {
 	case "lab":
-		l, err := lab.New(ctx, cfg)
+		l, err := lab.New(ctx, cfg, subj)
 		if err != nil {
 			return nil, err
 		}
 		return l, nil
 	case "cluster":
-		c, err := clustertier.New(ctx, cfg)
+		c, err := clustertier.New(ctx, cfg, subj)
 		if err != nil {
 			return nil, err
 		}

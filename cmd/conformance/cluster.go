@@ -17,8 +17,8 @@ import (
 func (d *driver) clusterCommand(ctx context.Context) (code int, handled bool) {
 	switch {
 	case d.sub == "run" && d.cfg.Tier == "cluster" && d.cfg.Cluster.DryRun:
-		c, err := cluster.NewDryRun(d.cfg)
-		fmt.Print(guideLines(d.cfg))
+		c, err := cluster.NewDryRun(d.cfg, d.subj)
+		fmt.Print(guideLines(d.subj))
 		if err == nil {
 			err = cluster.DryRun(os.Stdout, c)
 		}
@@ -29,7 +29,7 @@ func (d *driver) clusterCommand(ctx context.Context) (code int, handled bool) {
 		return 0, true
 	case d.sub == "kind-up":
 		d.cfg.Tier, d.cfg.Cluster.KeepCluster = "cluster", true
-		c, err := cluster.New(ctx, d.cfg)
+		c, err := cluster.New(ctx, d.cfg, d.subj)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "kind-up:", err)
 			return 1, true

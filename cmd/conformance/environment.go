@@ -18,8 +18,7 @@ import (
 // hash; or why it has none), and every change the suite made to
 // what it renders and ships. Without --cozystack they stay empty and the
 // report says no release was tested.
-func describeRelease(cfg *config.Config, env *report.Environment) {
-	s := cfg.Subject()
+func describeRelease(cfg *config.Config, s *subject.Subject, env *report.Environment) {
 	if s == nil {
 		return
 	}
@@ -43,13 +42,12 @@ func describeRelease(cfg *config.Config, env *report.Environment) {
 			env.StagerImage = "the user's --stager-image, not the pinned " + im.Ref
 		}
 	}
-	if err := s.Ledger.Merge(cfg.LedgerFiles()); err != nil {
-		s.Ledger.Add(cozystack.Change{Kind: "report", Object: cfg.LedgerFiles(), What: "unreadable: " + err.Error(), Why: "a process's changes may be missing from this list"})
+	if err := s.Ledger.Merge(subject.LedgerFiles(subject.Dir(cfg.ReportDir))); err != nil {
+		s.Ledger.Add(cozystack.Change{Kind: "report", Object: subject.LedgerFiles(subject.Dir(cfg.ReportDir)), What: "unreadable: " + err.Error(), Why: "a process's changes may be missing from this list"})
 	}
-	if cfg.StagerManifest != s.Manifest {
-		return
+	if m := s.StagerManifest(cfg); m == s.Manifest {
+		env.StagerSubject = fmt.Sprintf("install-cni-plugins of the release's %s, rendered with Helm (variant %s, networking.stageCniPlugins unset) to %s", cozystack.MultusChart, subject.DefaultVariant, m)
 	}
-	env.StagerSubject = fmt.Sprintf("install-cni-plugins of the release's %s, rendered with Helm (variant %s, networking.stageCniPlugins unset) to %s", cozystack.MultusChart, subject.DefaultVariant, cfg.StagerManifest)
 }
 
 // labStagerImage is the ledger's row for the image the lab's stager specs
@@ -63,7 +61,7 @@ func labStagerImage(cfg *config.Config, s *subject.Subject) *cozystack.Change {
 		return nil
 	}
 	c := &cozystack.Change{Kind: "image", Object: im.String()}
-	switch p := cfg.StagerPinned(); {
+	switch p := s.StagerPinned(); {
 	case p != nil:
 		c.What = im.Ref + ", unchanged: its /cni-plugins read from " + p.Source() + "; the script run container-less"
 		c.Why = "the lab has no container runtime: the script runs with the host's /bin/sh and coreutils over the image's /cni-plugins"
@@ -136,8 +134,7 @@ func imageUsed(cfg *config.Config, s *subject.Subject, im cozystack.ImageRef) st
 // releaseVerdicts is what the release under test makes of each claim
 // (report.ForRelease): its guide (--guide, or as it ships it), and
 // whether it stages.
-func releaseVerdicts(cfg *config.Config, vs []report.Verdict) []report.Verdict {
-	s := cfg.Subject()
+func releaseVerdicts(s *subject.Subject, vs []report.Verdict) []report.Verdict {
 	if s == nil {
 		return vs
 	}
@@ -163,8 +160,7 @@ func guideName(s *subject.Subject) string {
 // guideLines are what a dry run says of the release's guide: which one
 // the verdicts would rest on, and which claims would get none, and why
 // ("" without a release).
-func guideLines(cfg *config.Config) string {
-	s := cfg.Subject()
+func guideLines(s *subject.Subject) string {
 	if s == nil {
 		return ""
 	}
@@ -177,7 +173,7 @@ func guideLines(cfg *config.Config) string {
 	}
 	unjudged := map[string][]string{}
 	var order []string
-	for _, v := range releaseVerdicts(cfg, vs) {
+	for _, v := range releaseVerdicts(s, vs) {
 		if v.Verdict == planned {
 			continue
 		}

@@ -47,14 +47,14 @@ func TestGuideThatDroppedASentenceGetsNoVerdict(t *testing.T) {
 		t.Fatal("the guide has no ARP-01 sentence to drop")
 	}
 	os.WriteFile(g, []byte(edited), 0o644)
-	cfg, err := configtest.Lab(t, root, "--cozystack="+rel.Dir)
+	_, s, err := configtest.Lab(t, root, "--cozystack="+rel.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range releaseVerdicts(cfg, ran()) {
+	for _, v := range releaseVerdicts(s, ran()) {
 		switch {
 		case v.Claim.ID == "ARP-01":
-			if v.Verdict != report.NotInGuide || !strings.Contains(v.Reason, cfg.Subject().Guide.SHA256) || !strings.Contains(v.Reason, "passed") {
+			if v.Verdict != report.NotInGuide || !strings.Contains(v.Reason, s.Guide.SHA256) || !strings.Contains(v.Reason, "passed") {
 				t.Errorf("ARP-01: %q (%s)", v.Verdict, v.Reason)
 			}
 		case v.Claim.ID == "VLAN-01" && v.Verdict != "passed":
@@ -72,11 +72,11 @@ func TestReleaseWithoutStagingMakesNoSTGClaim(t *testing.T) {
 	if err := rel.DropGuideSection(stagingSection); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := configtest.Lab(t, root, "--cozystack="+rel.Dir)
+	_, s, err := configtest.Lab(t, root, "--cozystack="+rel.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range releaseVerdicts(cfg, ran()) {
+	for _, v := range releaseVerdicts(s, ran()) {
 		switch id := v.Claim.ID; {
 		case claims.Staging(id):
 			if v.Verdict != report.NotMade || !strings.Contains(v.Reason, "install-cni-plugins") || !strings.Contains(v.Reason, "stageCniPlugins") || !strings.Contains(v.Reason, "Dockerfile has no plugin stage") {
@@ -96,11 +96,11 @@ func TestReleaseWithoutStagingMakesNoSTGClaim(t *testing.T) {
 // and its guide disagree, and the claim fails quoting both.
 func TestGuidePromisingStagingTheChartsCannotDoFails(t *testing.T) {
 	rel := configtest.ReleaseWithoutStaging(t, root)
-	cfg, err := configtest.Lab(t, root, "--cozystack="+rel.Dir)
+	_, s, err := configtest.Lab(t, root, "--cozystack="+rel.Dir)
 	if err != nil {
 		t.Fatalf("a release that disagrees with its guide is not bad input: %v", err)
 	}
-	for _, v := range releaseVerdicts(cfg, ran()) {
+	for _, v := range releaseVerdicts(s, ran()) {
 		if v.Claim.ID != "STG-01" {
 			continue
 		}
@@ -114,11 +114,11 @@ func TestGuidePromisingStagingTheChartsCannotDoFails(t *testing.T) {
 // so a control there could only look uncaught. The others run.
 func TestSelftestRunsNoSTGControlOfAReleaseWithoutStaging(t *testing.T) {
 	rel := configtest.ReleaseWithoutStaging(t, root)
-	cfg, err := configtest.Lab(t, root, "--cozystack="+rel.Dir)
+	cfg, s, err := configtest.Lab(t, root, "--cozystack="+rel.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &driver{cfg: cfg}
+	d := &driver{cfg: cfg, subj: s}
 	for _, c := range controls.On("lab") {
 		if why := d.notRunReason(c); claims.Staging(c.Claim) != (why != "") {
 			t.Errorf("%s: not run because %q", c.ID, why)
@@ -130,8 +130,8 @@ func TestSelftestRunsNoSTGControlOfAReleaseWithoutStaging(t *testing.T) {
 // every claim resting on the guide's words has no verdict, the report's
 // first lines say so and name them, and the others keep their specs'.
 func TestReleaseWithoutAGuideJudgesNoClaimOfIt(t *testing.T) {
-	cfg := configtest.LabWithoutGuide(t, root)
-	vs := releaseVerdicts(cfg, ran())
+	cfg, s := configtest.LabWithoutGuide(t, root)
+	vs := releaseVerdicts(s, ran())
 	var unjudged []string
 	for _, v := range vs {
 		switch {
@@ -145,7 +145,7 @@ func TestReleaseWithoutAGuideJudgesNoClaimOfIt(t *testing.T) {
 		}
 	}
 	var env report.Environment
-	describeRelease(cfg, &env)
+	describeRelease(cfg, s, &env)
 	if env.NoGuide == "" || !strings.HasPrefix(env.Guide, "none: ") {
 		t.Fatalf("the report's guide rows: %q, %q", env.Guide, env.NoGuide)
 	}
@@ -172,21 +172,21 @@ func TestGuideFlagIsNamedInTheReport(t *testing.T) {
 	edited := strings.ReplaceAll(string(b), "generates a fresh guest MAC", "keeps the guest MAC")
 	page := filepath.Join(t.TempDir(), cozystack.GuideFile)
 	os.WriteFile(page, []byte("---\ntitle: \"From the website\"\n---\n"+edited), 0o644)
-	cfg, err := configtest.Lab(t, root, "--cozystack="+rel.Dir, "--guide="+filepath.Dir(page))
+	cfg, s, err := configtest.Lab(t, root, "--cozystack="+rel.Dir, "--guide="+filepath.Dir(page))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var env report.Environment
-	describeRelease(cfg, &env)
-	if g := cfg.Subject().Guide; !strings.Contains(env.Guide, page+", given by --guide") || !strings.Contains(env.Guide, g.SHA256) || env.NoGuide != "" {
+	describeRelease(cfg, s, &env)
+	if g := s.Guide; !strings.Contains(env.Guide, page+", given by --guide") || !strings.Contains(env.Guide, g.SHA256) || env.NoGuide != "" {
 		t.Errorf("the report's guide row: %q", env.Guide)
 	}
-	for _, v := range releaseVerdicts(cfg, ran()) {
+	for _, v := range releaseVerdicts(s, ran()) {
 		if v.Claim.ID == "ARP-01" && (v.Verdict != report.NotInGuide || !strings.Contains(v.Reason, page)) {
 			t.Errorf("ARP-01: %q (%s)", v.Verdict, v.Reason)
 		}
 	}
-	lines := guideLines(cfg)
+	lines := guideLines(s)
 	if !strings.HasPrefix(lines, "# the guide: "+env.Guide+"\n") || !strings.Contains(lines, "# "+report.NotInGuide+", whatever the specs find: ARP-01\n") {
 		t.Errorf("the dry run's lines on the guide:\n%s", lines)
 	}
@@ -208,13 +208,12 @@ func TestReportNamesThePinnedImages(t *testing.T) {
 		{nil, "an image built from the checkout: the suite's build of its /cni-plugins", " → the suite's build of its /cni-plugins", "an image built from the checkout, not the pinned "},
 		{[]string{"--image-archive=" + archive}, "the pinned image itself, unchanged, from --image-archive " + archive, ", unchanged: its /cni-plugins read from --image-archive " + archive, ""},
 	} {
-		cfg, err := configtest.Lab(t, root, append([]string{"--cozystack=" + rel.Dir}, tc.args...)...)
+		cfg, s, err := configtest.Lab(t, root, append([]string{"--cozystack=" + rel.Dir}, tc.args...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var env report.Environment
-		describeRelease(cfg, &env)
-		s := cfg.Subject()
+		describeRelease(cfg, s, &env)
 		if len(s.Images) != 3 {
 			t.Fatalf("the multus render's images: %v, want its three containers", s.Images)
 		}
@@ -269,12 +268,12 @@ func TestReportNamesPulledAndUninspectedImages(t *testing.T) {
 		{nil, []string{"Not inspected by the suite: `" + ref + "` (no --image-archive held it; --pull-pinned did not pull it)",
 			"not the pinned image: the STG verdicts hold for that build (--image-archive or --pull-pinned gives the pinned one)"}, "pulled from"},
 	} {
-		cfg, err := configtest.Lab(t, root, append([]string{"--cozystack=" + rel.Dir}, tc.args...)...)
+		cfg, s, err := configtest.Lab(t, root, append([]string{"--cozystack=" + rel.Dir}, tc.args...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var env report.Environment
-		describeRelease(cfg, &env)
+		describeRelease(cfg, s, &env)
 		for _, w := range tc.want {
 			if !strings.Contains(env.Images, w) {
 				t.Errorf("%v: the report's images do not say %q:\n%s", tc.args, w, env.Images)

@@ -31,13 +31,15 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/kernel"
 	"github.com/cozystack/vlan-conformance/framework/labvm"
+	"github.com/cozystack/vlan-conformance/framework/subject"
 )
 
 type driver struct {
 	sub       string
 	cfg       *config.Config
-	labVM     string // auto, always, never
-	suite     string // compiled suite binary
+	subj      *subject.Subject // the release --cozystack names, opened once the flags are valid; nil without
+	labVM     string           // auto, always, never
+	suite     string           // compiled suite binary
 	cacheDir  string
 	suiteArgs []string // the config flags as given, for the suite binary
 	extra     []string // after "--": passed to the suite verbatim
@@ -205,7 +207,12 @@ func (d *driver) parse() error {
 		errs = append(errs, fmt.Errorf("--time-budget is for selftest --tier=cluster, where each control is a cluster run of minutes"))
 	}
 	errs = append(errs, d.cfg.Validate())
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	var err error
+	d.subj, err = subject.Of(d.cfg)
+	return err
 }
 
 func (d *driver) preflight() int {

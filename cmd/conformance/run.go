@@ -18,6 +18,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/cabling"
 	"github.com/cozystack/vlan-conformance/framework/report"
 	"github.com/cozystack/vlan-conformance/framework/stager"
+	"github.com/cozystack/vlan-conformance/framework/subject"
 )
 
 // The stager and release specs need root but no kernel options; the rest
@@ -92,13 +93,13 @@ func (d *driver) run(ctx context.Context) int {
 	}
 	if d.part == "all" {
 		// An earlier run's changes must not be reported as this one's.
-		if old, _ := filepath.Glob(d.cfg.LedgerFiles()); len(old) > 0 {
+		if old, _ := filepath.Glob(subject.LedgerFiles(subject.Dir(d.cfg.ReportDir))); len(old) > 0 {
 			for _, f := range old {
 				os.Remove(f)
 			}
 		}
 	}
-	if err := d.cfg.Prepare(); err != nil {
+	if err := d.subj.Prepare(d.cfg); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -159,8 +160,8 @@ func (d *driver) run(ctx context.Context) int {
 	}
 	out := filepath.Join(d.cfg.ReportDir, "conformance.md")
 	fails := report.Failures(cases)
-	describeRelease(d.cfg, &env) // again: the children's changes are in now
-	vs := releaseVerdicts(d.cfg, report.Verdicts(cases, d.cfg.ReportDir))
+	describeRelease(d.cfg, d.subj, &env) // again: the children's changes are in now
+	vs := releaseVerdicts(d.subj, report.Verdicts(cases, d.cfg.ReportDir))
 	if err := report.WriteConformance(out, env, vs, fails); err != nil {
 		fmt.Fprintln(os.Stderr, "report:", err)
 		return max(code, 1)
@@ -263,10 +264,10 @@ func (d *driver) environment() report.Environment {
 	}
 	out, _ := exec.Command(filepath.Join(d.cfg.PluginDir, "bridge")).CombinedOutput()
 	env.Plugins = strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)[0] + " (" + d.cfg.PluginDir + ")"
-	if d.cfg.Tier == "lab" && d.cfg.Subject().Stages() {
-		env.StagerDetails = stager.DescribeSubject(d.cfg.StagerOptions())
+	if d.cfg.Tier == "lab" && d.subj.Stages() {
+		env.StagerDetails = stager.DescribeSubject(d.subj.StagerOptions(d.cfg))
 	}
-	describeRelease(d.cfg, &env)
+	describeRelease(d.cfg, d.subj, &env)
 	return env
 }
 
@@ -281,7 +282,7 @@ func kernelRelease() string {
 // describeSubject fills the rows that say what was tested.
 func (d *driver) describeSubject(env *report.Environment) {
 	c, cl := d.cfg, d.cfg.Cluster
-	env.StagerSubject = "install-cni-plugins of " + c.StagerManifest
+	env.StagerSubject = "install-cni-plugins of " + d.subj.StagerManifest(c)
 	env.Gateway = fmt.Sprintf("the suite's (a netns on the veth trunk, %s)", c.Gateway)
 	if c.VendorMode() {
 		env.Gateway = fmt.Sprintf("the user's (%s via --uplink %s)", c.Gateway, c.Uplink)

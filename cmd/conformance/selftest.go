@@ -221,7 +221,7 @@ func (d *driver) notRunReason(c controls.Control) string {
 	switch {
 	case c.NeedsRelease && d.cfg.Cozystack == "":
 		return "no release under test (pass --cozystack=DIR)"
-	case claims.Staging(c.Claim) && !d.cfg.Subject().Stages():
+	case claims.Staging(c.Claim) && !d.subj.Stages():
 		return "the release does not stage the CNI plugins: it makes no STG claim"
 	case c.WantsVMs(d.cfg.Tier, d.cfg.Cluster.Workload):
 		return "on a cluster it breaks VMs, and this one runs pods (--workload=" + d.cfg.Cluster.Workload + ")"

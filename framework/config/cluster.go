@@ -220,7 +220,7 @@ func (c *Config) validateCluster() error {
 		add("--cni-staging=stager needs --cni-plugins-image (an image carrying the plugins at /cni-plugins)")
 	}
 	if cl.CNIStaging == "installer" {
-		errs = append(errs, c.checkInstallerPlugins())
+		errs = append(errs, c.CheckInstallerPlugins())
 	}
 	if c.Kubeconfig != "" && (cl.KeepCluster || cl.KindConfig != "" || cl.KindNodeImage != "" || len(cl.Archives()) > 0) {
 		add("--kubeconfig (an existing cluster) does not go with --keep-cluster, --kind-config, --kind-node-image or --images-archive: the suite makes no cluster there")
@@ -231,10 +231,10 @@ func (c *Config) validateCluster() error {
 	return errors.Join(errs...)
 }
 
-// checkInstallerPlugins: the plugins the installer copies into the kind
+// CheckInstallerPlugins: the plugins the installer copies into the kind
 // nodes are there (an existing cluster's nodes are not written; a dry run
 // copies nothing).
-func (c *Config) checkInstallerPlugins() error {
+func (c *Config) CheckInstallerPlugins() error {
 	if c.Kubeconfig != "" || c.Cluster.DryRun {
 		return nil
 	}

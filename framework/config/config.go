@@ -14,7 +14,6 @@ import (
 
 	"github.com/cozystack/vlan-conformance/framework/controls"
 	"github.com/cozystack/vlan-conformance/framework/stager"
-	"github.com/cozystack/vlan-conformance/framework/subject"
 )
 
 // ExitBadInput is the exit status for invalid flags.
@@ -51,8 +50,8 @@ type Config struct {
 
 	Cluster ClusterConfig // the cluster tier's flags (cluster.go)
 
-	// Cozystack is --cozystack: the release under test, which Validate
-	// builds (cozystack.go, framework/subject); Guide is --guide: the guide
+	// Cozystack is --cozystack: the release under test, which
+	// framework/subject opens (Of); Guide is --guide: the guide
 	// its claims are judged by, when not the one it ships.
 	Cozystack string
 	Guide     string
@@ -64,7 +63,6 @@ type Config struct {
 	// --registry-mirror of it (RegistryMirrors, HOST=MIRROR each).
 	PullPinned      bool
 	RegistryMirrors Repeated
-	subject         *subject.Subject
 	fs              *flag.FlagSet
 }
 
@@ -96,7 +94,8 @@ func Register(fs *flag.FlagSet) *Config {
 }
 
 // Validate checks every flag and returns all problems as one error. It
-// creates nothing but what --pull-pinned pulls, in its cache (PulledCache).
+// creates nothing. The release the flags name is opened by
+// framework/subject (Of) once they are valid.
 func (c *Config) Validate() error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }

@@ -4,12 +4,8 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
-
-	"github.com/cozystack/vlan-conformance/framework/cozystack"
-	"github.com/cozystack/vlan-conformance/framework/subject"
 )
 
 func parse(t *testing.T, args ...string) error {
@@ -119,27 +115,5 @@ func TestSelectedControl(t *testing.T) {
 	const id = "VLAN-10/jumbo-physical-path"
 	if got := (&Config{Control: id}).SelectedControl(); got.ID != id || got.MTU != 9000 {
 		t.Errorf("--control=%s selects %+v", id, got)
-	}
-}
-
-// The stager image carries what the release's Dockerfile extracts (nil
-// without a release: the 14), as the selected control makes it.
-func TestStagerImagePlugins(t *testing.T) {
-	release := []string{"bridge", "macvlan", "loopback"}
-	for _, tc := range []struct {
-		control       string
-		carried, want []string
-	}{
-		{"", nil, nil},
-		{"", release, release},
-		{"VLAN-15/image-without-macvlan", release, []string{"bridge", "loopback"}},
-	} {
-		c := &Config{Control: tc.control}
-		if tc.carried != nil {
-			c.subject = &subject.Subject{Image: &cozystack.MultusImage{Plugins: slices.Clone(tc.carried)}}
-		}
-		if got := c.StagerImagePlugins(); !slices.Equal(got, tc.want) || (got == nil) != (tc.want == nil) {
-			t.Errorf("--control=%q, the release's image carrying %v: got %v, want %v", tc.control, tc.carried, got, tc.want)
-		}
 	}
 }

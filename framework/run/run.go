@@ -1,7 +1,7 @@
 // Package run is what one run of the suite shares, as a value the suite's
 // main makes and hands to every spec container (no package-level state):
-// the configuration, the platform (built once, on first use), the evidence
-// tree, and the tenants with their addresses.
+// the configuration, the release under test, the platform (built once, on
+// first use), the evidence tree, and the tenants with their addresses.
 package run
 
 import (
@@ -13,6 +13,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/subject"
 )
 
 // Run is one run of the suite. Its platform is built on first use, so
@@ -20,6 +21,7 @@ import (
 // cannot be built.
 type Run struct {
 	cfg      *config.Config
+	subject  *subject.Subject
 	build    func(context.Context) (platform.Platform, error)
 	platform platform.Platform
 	err      error
@@ -27,17 +29,22 @@ type Run struct {
 	tenants  map[string]bool
 }
 
-// New is a run of cfg whose platform build makes on first use.
-func New(cfg *config.Config, build func(context.Context) (platform.Platform, error)) (*Run, error) {
+// New is a run of cfg against the release under test (s, nil without
+// --cozystack) whose platform build makes on first use.
+func New(cfg *config.Config, s *subject.Subject, build func(context.Context) (platform.Platform, error)) (*Run, error) {
 	plan, err := addresses.ForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Run{cfg: cfg, build: build, plan: plan, tenants: map[string]bool{}}, nil
+	return &Run{cfg: cfg, subject: s, build: build, plan: plan, tenants: map[string]bool{}}, nil
 }
 
 // Config is the run's configuration, there before (and without) a platform.
 func (r *Run) Config() *config.Config { return r.cfg }
+
+// Subject is the release under test, rendered; nil without --cozystack
+// (its accessors then answer for the suite's own reference subject).
+func (r *Run) Subject() *subject.Subject { return r.subject }
 
 // Artifacts is the run's evidence tree under --report-dir.
 func (r *Run) Artifacts() evidence.Artifacts { return evidence.Artifacts{ReportDir: r.cfg.ReportDir} }

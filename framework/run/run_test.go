@@ -16,7 +16,7 @@ func defaults() *config.Config { return config.Register(flag.NewFlagSet("t", fla
 // error is remembered, not retried.
 func TestBuildsOnce(t *testing.T) {
 	builds := 0
-	r, err := New(defaults(), func(context.Context) (platform.Platform, error) { builds++; return nil, errors.New("no fabric here") })
+	r, err := New(defaults(), nil, func(context.Context) (platform.Platform, error) { builds++; return nil, errors.New("no fabric here") })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestBuildsOnce(t *testing.T) {
 
 // Tenants never share a namespace or an address.
 func TestTenantsApart(t *testing.T) {
-	r, err := New(defaults(), nil)
+	r, err := New(defaults(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,15 +17,15 @@ func TestImageArchiveIsCheckedAgainstThePin(t *testing.T) {
 	rel := configtest.Release(t, root)
 	pinned, digest := configtest.PinnedArchive(t, rel, "pinned")
 	other, otherDigest := imagetest.WriteImage(t, filepath.Join(t.TempDir(), "other.tar"), true, [2]string{"etc/hostname", "another image"})
-	cfg, err := configtest.Lab(t, root, "--cozystack="+rel.Dir, "--image-archive="+pinned)
+	_, s, err := configtest.Lab(t, root, "--cozystack="+rel.Dir, "--image-archive="+pinned)
 	if err != nil {
 		t.Fatalf("the pinned image's archive: %v", err)
 	}
-	p := cfg.StagerPinned()
+	p := s.StagerPinned()
 	if p == nil || p.Archive != pinned || !strings.HasSuffix(p.Ref, "@"+digest) {
 		t.Fatalf("the stager's image: %+v, want the archive's, pinned at %s", p, digest)
 	}
-	if im, ok := cfg.Subject().StagerImageRef(); !ok || im.String() != "DaemonSet cozy-multus/cozy-multus initContainer "+stager.InitContainerName {
+	if im, ok := s.StagerImageRef(); !ok || im.String() != "DaemonSet cozy-multus/cozy-multus initContainer "+stager.InitContainerName {
 		t.Errorf("the install-cni-plugins container: %v, %v", im, ok)
 	}
 
@@ -40,7 +40,7 @@ func TestImageArchiveIsCheckedAgainstThePin(t *testing.T) {
 		{[]string{"--cozystack=" + rel.Dir, "--image-archive=" + filepath.Join(t.TempDir(), "none.tar")}, []string{"--image-archive: ", "none.tar"}},
 		{[]string{"--cozystack=" + rel.Dir, "--image-archive=" + pinned, "--tier=cluster"}, []string{"--image-archive: the cluster tier"}},
 	} {
-		_, err := configtest.Lab(t, root, tc.args...)
+		_, _, err := configtest.Lab(t, root, tc.args...)
 		if err == nil {
 			t.Errorf("%v: accepted", tc.args)
 			continue

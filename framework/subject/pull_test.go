@@ -50,11 +50,11 @@ func TestPullPinnedFromAMirror(t *testing.T) {
 	pc := newPullCase(t, "pulled")
 	imagetest.Push(t, pc.host, pc.img)
 	args := []string{"--cozystack=" + pc.dir, "--pull-pinned", "--registry-mirror=" + pc.mirror}
-	cfg, err := configtest.Lab(t, root, args...)
+	_, s, err := configtest.Lab(t, root, args...)
 	if err != nil {
 		t.Fatalf("pulling the pinned image from the mirror: %v", err)
 	}
-	p := cfg.StagerPinned()
+	p := s.StagerPinned()
 	if p == nil || !strings.HasSuffix(p.Ref, "@"+pc.digest) || p.Digest != pc.digest {
 		t.Fatalf("the stager's image: %+v, want the pulled one, pinned at %s", p, pc.digest)
 	}
@@ -74,11 +74,11 @@ func TestPullPinnedFromAMirror(t *testing.T) {
 	// The registry gone, the layout kept by digest serves the next run.
 	_, stop := imagetest.Registry(t)
 	stop()
-	cfg, err = configtest.Lab(t, root, args...)
+	_, s, err = configtest.Lab(t, root, args...)
 	if err != nil {
 		t.Fatalf("the pulled image, reused offline: %v", err)
 	}
-	if q := cfg.StagerPinned(); q == nil || q.Archive != p.Archive || q.Pulled != p.Pulled {
+	if q := s.StagerPinned(); q == nil || q.Archive != p.Archive || q.Pulled != p.Pulled {
 		t.Errorf("reused: %+v, want %+v", q, p)
 	}
 }
@@ -108,7 +108,7 @@ func TestPullPinnedFailuresAreBadInput(t *testing.T) {
 		{"unreachable", []string{"--registry-mirror=ghcr.io=" + down},
 			[]string{"--pull-pinned: pulling " + ref, down + "/" + imagetest.PinnedRepo, "--registry-mirror ghcr.io=" + down, "connection refused"}},
 	} {
-		_, err := configtest.Lab(t, root, append([]string{"--cozystack=" + pc.dir, "--pull-pinned"}, tc.args...)...)
+		_, _, err := configtest.Lab(t, root, append([]string{"--cozystack=" + pc.dir, "--pull-pinned"}, tc.args...)...)
 		if err == nil {
 			t.Errorf("%s: accepted", tc.what)
 			continue
@@ -127,11 +127,11 @@ func TestPullPinnedFailuresAreBadInput(t *testing.T) {
 	// An archive that holds the pin is used as it is: nothing is pulled.
 	archive, _ := imagetest.WriteImage(t, filepath.Join(t.TempDir(), "oci"), false,
 		[2]string{"usr/src/multus-cni/bin/multus-daemon", "pinned"}, [2]string{"cni-plugins/", ""}, [2]string{"cni-plugins/bridge", "#!/bin/sh\n# pinned\n"})
-	cfg, err := configtest.Lab(t, root, "--cozystack="+pc.dir, "--image-archive="+archive, "--pull-pinned", "--registry-mirror=ghcr.io="+down)
+	_, s, err := configtest.Lab(t, root, "--cozystack="+pc.dir, "--image-archive="+archive, "--pull-pinned", "--registry-mirror=ghcr.io="+down)
 	if err != nil {
 		t.Fatalf("--pull-pinned beside an archive of the pin: %v", err)
 	}
-	if p := cfg.StagerPinned(); p == nil || p.Archive != archive || p.Pulled != "" {
+	if p := s.StagerPinned(); p == nil || p.Archive != archive || p.Pulled != "" {
 		t.Errorf("the stager's image: %+v, want the archive's", p)
 	}
 }
@@ -160,11 +160,11 @@ func TestPullPinnedIndex(t *testing.T) {
 	if err := rel.PinMultus(h.String()); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := configtest.Lab(t, root, "--cozystack="+rel.Dir, "--pull-pinned", "--registry-mirror="+pc.mirror)
+	_, s, err := configtest.Lab(t, root, "--cozystack="+rel.Dir, "--pull-pinned", "--registry-mirror="+pc.mirror)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := cfg.StagerPinned()
+	p := s.StagerPinned()
 	if p == nil || !strings.Contains(p.Compared, "index digest "+h.String()) || !strings.Contains(p.Compared, hereDigest.String()) {
 		t.Fatalf("the pulled index: %+v, want index %s running %s", p, h, hereDigest)
 	}
@@ -190,7 +190,7 @@ func TestPullPinnedFlags(t *testing.T) {
 		{[]string{"--cozystack=" + pc.dir, "--pull-pinned", "--tier=cluster"}, "--pull-pinned: the cluster tier"},
 		{[]string{"--cozystack=" + pc.dir, "--pull-pinned", "--stager-image=" + pc.dir}, "--pull-pinned and --stager-image"},
 	} {
-		_, err := configtest.Lab(t, root, tc.args...)
+		_, _, err := configtest.Lab(t, root, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v\nwant it to say %q", tc.args, err, tc.want)
 		}

@@ -23,11 +23,10 @@ func TestReleaseWithoutStagingIsAccepted(t *testing.T) {
 	if err := rel.DropGuideSection("Staging the reference CNI plugins"); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := configtest.Lab(t, root, "--cozystack="+rel.Dir)
+	cfg, s, err := configtest.Lab(t, root, "--cozystack="+rel.Dir)
 	if err != nil {
 		t.Fatalf("a release without staging is bad input: %v", err)
 	}
-	s := cfg.Subject()
 	if s.Stages() {
 		t.Fatal("the release without staging is said to stage")
 	}
@@ -36,7 +35,7 @@ func TestReleaseWithoutStagingIsAccepted(t *testing.T) {
 			t.Errorf("what it lacks: %q, want three entries, #%d naming %s", s.NoStaging, i+1, part)
 		}
 	}
-	if cfg.StagerManifest == s.Manifest {
+	if s.StagerManifest(cfg) == s.Manifest {
 		t.Errorf("the stager's subject is the release's render, which has no %s", "install-cni-plugins")
 	}
 	if _, err := os.Stat(s.Manifest); err != nil {
@@ -50,12 +49,12 @@ func TestReleaseWithStagingStages(t *testing.T) {
 	if _, err := os.Stat(subset); err != nil {
 		t.Skip("no Cozystack subset beside this checkout")
 	}
-	cfg, err := configtest.Lab(t, root, "--cozystack="+subset)
+	cfg, s, err := configtest.Lab(t, root, "--cozystack="+subset)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := cfg.Subject(); !s.Stages() || cfg.StagerManifest != s.Manifest {
-		t.Errorf("the subset stages the plugins: lacks %q, stager manifest %s", s.NoStaging, cfg.StagerManifest)
+	if !s.Stages() || s.StagerManifest(cfg) != s.Manifest {
+		t.Errorf("the subset stages the plugins: lacks %q, stager manifest %s", s.NoStaging, s.StagerManifest(cfg))
 	}
 }
 
@@ -83,7 +82,7 @@ func TestBadReleaseIsBadInput(t *testing.T) {
 		{broken(cozystack.MultusChart, "multus-daemonset-thick.yml"), []string{"--cozystack: ", "chart " + cozystack.MultusChart, "multus-daemonset-thick.yml", "vcfNoSuchValue"}},
 		{broken(cozystack.PlatformChart, "bundles/system.yaml"), []string{"--cozystack: ", "chart " + cozystack.PlatformChart, "bundles/system.yaml", "vcfNoSuchValue"}},
 	} {
-		_, err := configtest.Lab(t, root, "--cozystack="+tc.dir)
+		_, _, err := configtest.Lab(t, root, "--cozystack="+tc.dir)
 		if err == nil {
 			t.Errorf("%s: accepted", tc.dir)
 			continue
@@ -127,15 +126,15 @@ func TestGuideFlagReplacesTheReleasesGuide(t *testing.T) {
 	rel := configtest.Release(t, root)
 	page := asWebsite(t, rel, filepath.Join(t.TempDir(), "content", "en", "docs", "next", "networking"))
 	for _, arg := range []string{page, filepath.Dir(filepath.Dir(page))} {
-		cfg, err := configtest.Lab(t, root, "--cozystack="+rel.Dir, "--guide="+arg)
+		_, s, err := configtest.Lab(t, root, "--cozystack="+rel.Dir, "--guide="+arg)
 		if err != nil {
 			t.Fatalf("--guide=%s: %v", arg, err)
 		}
-		g := cfg.Subject().Guide
+		g := s.Guide
 		if g.Path != page || g.Source != cozystack.FromFlag || g.Title != "The website's page" || !strings.Contains(g.Origin(), page+", given by --guide") {
 			t.Errorf("--guide=%s: the guide read: %s %q %q", arg, g.Path, g.Source, g.Title)
 		}
-		if nad := cfg.Subject().NADConfig(subject.GuideNADFixture); !strings.Contains(nad, "0.4.0") {
+		if nad := s.NADConfig(subject.GuideNADFixture); !strings.Contains(nad, "0.4.0") {
 			t.Errorf("--guide=%s: the NAD is not the given guide's: %s", arg, nad)
 		}
 	}
@@ -165,7 +164,7 @@ func TestBadGuideIsBadInput(t *testing.T) {
 		{[]string{"--guide=" + empty}, []string{empty, "empty"}},
 		{[]string{"--guide=" + noNAD}, []string{noNAD, "no NetworkAttachmentDefinition block"}},
 	} {
-		_, err := configtest.Lab(t, root, append([]string{"--cozystack=" + rel.Dir}, tc.args...)...)
+		_, _, err := configtest.Lab(t, root, append([]string{"--cozystack=" + rel.Dir}, tc.args...)...)
 		if err == nil {
 			t.Errorf("%v: accepted", tc.args)
 			continue
@@ -179,7 +178,7 @@ func TestBadGuideIsBadInput(t *testing.T) {
 			}
 		}
 	}
-	if _, err := configtest.Lab(t, root, "--guide="+next); err == nil || !strings.Contains(err.Error(), "--guide: ") || !strings.Contains(err.Error(), "--cozystack") {
+	if _, _, err := configtest.Lab(t, root, "--guide="+next); err == nil || !strings.Contains(err.Error(), "--guide: ") || !strings.Contains(err.Error(), "--cozystack") {
 		t.Errorf("--guide without a release: %v", err)
 	}
 }
@@ -188,8 +187,7 @@ func TestBadGuideIsBadInput(t *testing.T) {
 // guide is nil, never the seed's text; the specs apply the suite's own
 // objects, and the ledger says so.
 func TestReleaseWithoutAGuideRuns(t *testing.T) {
-	cfg := configtest.LabWithoutGuide(t, root)
-	s := cfg.Subject()
+	_, s := configtest.LabWithoutGuide(t, root)
 	if s.Guide != nil {
 		t.Fatalf("a guide was read: %+v", s.Guide)
 	}

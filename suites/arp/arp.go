@@ -98,7 +98,7 @@ func Specs(r *run.Run) {
 			k, kube := platform.As[platform.KubeVMs](p)
 			if v07, ok := booted.vms["vm-arp07"]; ok && kube && restartsBeside() {
 				var stop func()
-				booted.restarts, stop = restartBeside(ctx, k, gw, p, v07, f.Config().Subject().VLANNIC())
+				booted.restarts, stop = restartBeside(ctx, k, gw, p, v07, f.Subject().VLANNIC())
 				DeferCleanup(stop)
 			}
 		})
@@ -343,7 +343,7 @@ func Specs(r *run.Run) {
 				Expect(after.VMUID).NotTo(Equal(rc.before.VMUID), "the VirtualMachine object must really be re-created")
 				Expect(after.VLANMAC.String()).To(Equal(rc.newMAC.String()), "the VMI status must report the fresh MAC")
 			}
-			nic := f.Config().Subject().VLANNIC()
+			nic := f.Subject().VLANNIC()
 			inGuest, err := guestnet.LinkMAC(ctx, v, nic)
 			Expect(err).NotTo(HaveOccurred(), "reading %s's MAC inside the guest", nic)
 			f.Note("inside the guest %s has %s", nic, inGuest)

@@ -63,7 +63,7 @@ func drainSpec(f *framework.Framework, booted *fleet, p *platform.Platform, gw *
 		}
 		v, err := booted.take(ctx, "vm-arp")
 		Expect(err).NotTo(HaveOccurred())
-		nic := f.Config().Subject().VLANNIC()
+		nic := f.Subject().VLANNIC()
 		before, err := k.VMStatus(ctx, v)
 		Expect(err).NotTo(HaveOccurred())
 		source := v.Node()

@@ -50,7 +50,7 @@ func restartSpec(f *framework.Framework, booted *fleet, p *platform.Platform, gw
 		}
 		v, err := booted.take(ctx, "vm-arp07")
 		Expect(err).NotTo(HaveOccurred())
-		nic := f.Config().Subject().VLANNIC()
+		nic := f.Subject().VLANNIC()
 		if booted.restarts != nil {
 			f.Note("%s was restarted in the background from the container's set-up on, beside the other specs' re-creations: its own VM, address and gateway entry", v.Name())
 		} else {

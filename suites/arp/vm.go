@@ -144,7 +144,7 @@ func (fl *fleet) start(ctx context.Context, p platform.Platform) {
 		if beside || slices.Equal(g.claims, first) {
 			names = append(names, g.name)
 		}
-		if s := fl.f.Config().Subject(); s != nil && s.IaaS != nil && g.mac != "" {
+		if s := fl.f.Subject(); s != nil && s.IaaS != nil && g.mac != "" {
 			fl.f.Note("%s is the suite's own VirtualMachine, not the release's vm-instance render: that chart exposes no way to pin a MAC (%s pinned here)", g.name, g.mac)
 		}
 	}

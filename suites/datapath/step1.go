@@ -93,7 +93,7 @@ func step1Specs(r *run.Run) {
 
 		// Seed 003: "Ensure your NetworkAttachmentDefinition specifies the correct MTU matching the physical switch port."
 		It("[NODE-03] never lets an MTU grow along the path: uplink ≥ uplink.100 ≥ br100 ≥ the NAD's", labels.Claim("NODE-03"), func(ctx SpecContext) {
-			nadMTU, declared, err := mtuOfNAD(f.Config().Subject().NADConfig(subject.GuideNADFixture))
+			nadMTU, declared, err := mtuOfNAD(f.Subject().NADConfig(subject.GuideNADFixture))
 			Expect(err).NotTo(HaveOccurred(), "reading the guide's NAD")
 			nad := fmt.Sprintf("the NAD's %d", nadMTU)
 			if !declared {

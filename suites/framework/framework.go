@@ -21,6 +21,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/run"
+	"github.com/cozystack/vlan-conformance/framework/subject"
 )
 
 // Framework is a spec container's view of the run.
@@ -42,6 +43,10 @@ func New(r *run.Run, tenant string) *Framework {
 
 // Config is the run's configuration.
 func (f *Framework) Config() *config.Config { return f.run.Config() }
+
+// Subject is the release under test (run.Run.Subject): the guide's NAD
+// and userData the specs apply, nil-safe.
+func (f *Framework) Subject() *subject.Subject { return f.run.Subject() }
 
 // Platform is the run's platform, built on first use.
 func (f *Framework) Platform(ctx context.Context) (platform.Platform, error) {
@@ -74,7 +79,7 @@ func (f *Framework) ApplyNAD(ctx context.Context, name, fixture string) error {
 	if err != nil {
 		return err
 	}
-	return p.ApplyNAD(ctx, f.Namespace(), platform.NAD{Name: name, Config: f.Config().Subject().NADConfig(fixture)})
+	return p.ApplyNAD(ctx, f.Namespace(), platform.NAD{Name: name, Config: f.Subject().NADConfig(fixture)})
 }
 
 // ApplyNADSetting creates the fixture NAD under name with one key of its
@@ -86,7 +91,7 @@ func (f *Framework) ApplyNADSetting(ctx context.Context, name, fixture, key stri
 		return err
 	}
 	m := map[string]any{}
-	if err := json.Unmarshal([]byte(f.Config().Subject().NADConfig(fixture)), &m); err != nil {
+	if err := json.Unmarshal([]byte(f.Subject().NADConfig(fixture)), &m); err != nil {
 		return fmt.Errorf("NAD fixture %s: %w", fixture, err)
 	}
 	m[key] = value
@@ -101,7 +106,7 @@ func (f *Framework) ApplyNADSetting(ctx context.Context, name, fixture, key stri
 // the one the release ships) under a release, the suite's reference copy
 // otherwise (no release, or a release with no guide: its ledger says so).
 func (f *Framework) CloudInit(addr netip.Prefix) string {
-	return f.Config().Subject().UserData(addr.String())
+	return f.Subject().UserData(addr.String())
 }
 
 // VM is a VM a spec started: Guest is its current incarnation, Addr the

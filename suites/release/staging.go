@@ -124,8 +124,7 @@ func multusValues(p *cozystack.Platform) any {
 // (Control.BreakRelease, STG-10's: the platform's helper), a copy so
 // broken; the copy is removed after the container.
 func underTest(r *run.Run) (*cozystack.Release, error) {
-	cfg := r.Config()
-	s := cfg.Subject()
+	cfg, s := r.Config(), r.Subject()
 	if s == nil {
 		Skip("no Cozystack release under test: pass --cozystack=DIR (the suite's reference subject has no charts)")
 	}

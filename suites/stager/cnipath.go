@@ -51,7 +51,7 @@ func cniPathSpecs(r *run.Run) {
 			DeferCleanup(os.RemoveAll, cache)
 			rt := cni.Runtime{BinDirs: []string{node.Dir}, CacheDir: cache}
 			att := cni.Attachment{
-				NADNamespace: "tenant", NADName: macvlanFixture, Config: r.Config().Subject().NADConfig(macvlanFixture),
+				NADNamespace: "tenant", NADName: macvlanFixture, Config: r.Subject().NADConfig(macvlanFixture),
 				PodNamespace: "tenant", PodName: "pod-talos", ContainerID: "vcf-talos-cni", Netns: pod.Path, IfName: "net1",
 			}
 			add := func() error {

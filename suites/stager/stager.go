@@ -65,7 +65,7 @@ func Specs(r *run.Run) {
 // newHarness builds a harness from the run's flags; it is removed when the
 // container is done.
 func newHarness(r *run.Run) (*stager.Harness, error) {
-	harness, err := stager.NewHarness(r.Config().StagerOptions())
+	harness, err := stager.NewHarness(r.Subject().StagerOptions(r.Config()))
 	if err != nil {
 		return nil, err
 	}

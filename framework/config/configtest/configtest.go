@@ -1,7 +1,8 @@
 // Package configtest builds, for the tests of other packages, a validated
-// and prepared configuration whose subject is the verbatim Cozystack
-// subset beside the checkout (../shared/subjects/cozystack), or a copy of
-// it as a release before plugin staging ships it.
+// configuration and its prepared subject (framework/subject): the
+// verbatim Cozystack subset beside the checkout
+// (../shared/subjects/cozystack), or a copy of it as a release before
+// plugin staging ships it.
 package configtest
 
 import (
@@ -13,16 +14,18 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
 	"github.com/cozystack/vlan-conformance/framework/image/imagetest"
+	"github.com/cozystack/vlan-conformance/framework/subject"
 )
 
 // LocalMultusImage is the --cni-plugins-image the release configs name.
 const LocalMultusImage = "localhost/vcf/multus-cni:test"
 
-// ClusterRelease is a cluster-tier config under the Cozystack subset, the
-// stager staging from the suite's reference manifest; root is the
-// checkout's root relative to the test's package, extra more flags. The
-// test is skipped when the subset is not there.
-func ClusterRelease(t *testing.T, root string, extra ...string) *config.Config {
+// ClusterRelease is a cluster-tier config under the Cozystack subset, and
+// the subset opened and prepared, the stager staging from the suite's
+// reference manifest; root is the checkout's root relative to the test's
+// package, extra more flags. The test is skipped when the subset is not
+// there.
+func ClusterRelease(t *testing.T, root string, extra ...string) (*config.Config, *subject.Subject) {
 	t.Helper()
 	dir := subset(t, root)
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
@@ -36,10 +39,14 @@ func ClusterRelease(t *testing.T, root string, extra ...string) *config.Config {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("validate: %v", err)
 	}
-	if err := cfg.Prepare(); err != nil {
+	s, err := subject.Of(cfg)
+	if err != nil {
+		t.Fatalf("open the release: %v", err)
+	}
+	if err := s.Prepare(cfg); err != nil {
 		t.Fatal(err)
 	}
-	return cfg
+	return cfg, s
 }
 
 // subset is the Cozystack subset beside the checkout at root; the test is
@@ -82,19 +89,19 @@ func ReleaseWithoutStaging(t *testing.T, root string) *cozystack.Release {
 }
 
 // LabWithoutGuide is a lab-tier config of a copy of the subset whose
-// guide is removed, as a release that ships none: valid input, a test
-// fails if it is refused.
-func LabWithoutGuide(t *testing.T, root string) *config.Config {
+// guide is removed, as a release that ships none, and that release: valid
+// input, a test fails if it is refused.
+func LabWithoutGuide(t *testing.T, root string) (*config.Config, *subject.Subject) {
 	t.Helper()
 	rel := Release(t, root)
 	if err := os.Remove(rel.Path(cozystack.GuidePath)); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := Lab(t, root, "--cozystack="+rel.Dir)
+	cfg, s, err := Lab(t, root, "--cozystack="+rel.Dir)
 	if err != nil {
 		t.Fatalf("a release without a guide is bad input: %v", err)
 	}
-	return cfg
+	return cfg, s
 }
 
 // PinnedArchive is an OCI layout of a one-file image in a temporary
@@ -109,11 +116,13 @@ func PinnedArchive(t *testing.T, rel *cozystack.Release, content string) (archiv
 	return archive, digest
 }
 
-// Lab is a lab-tier config of args, validated and, when valid, prepared.
+// Lab is a lab-tier config of args, validated, and the release it names
+// opened (subject.Of; nil without --cozystack) and, when valid, prepared.
 // Its plugin directory and stager manifest default to the files of the
 // checkout at root, as if from the command line's defaults, so that only
-// the flags under test can be wrong. Validate's error is returned.
-func Lab(t *testing.T, root string, args ...string) (*config.Config, error) {
+// the flags under test can be wrong. Validate's or Of's error is returned:
+// bad input.
+func Lab(t *testing.T, root string, args ...string) (*config.Config, *subject.Subject, error) {
 	t.Helper()
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	cfg := config.Register(fs)
@@ -123,10 +132,14 @@ func Lab(t *testing.T, root string, args ...string) (*config.Config, error) {
 		t.Fatal(err)
 	}
 	if err := cfg.Validate(); err != nil {
-		return cfg, err
+		return cfg, nil, err
 	}
-	if err := cfg.Prepare(); err != nil {
+	s, err := subject.Of(cfg)
+	if err != nil {
+		return cfg, nil, err
+	}
+	if err := s.Prepare(cfg); err != nil {
 		t.Fatal(err)
 	}
-	return cfg, nil
+	return cfg, s, nil
 }

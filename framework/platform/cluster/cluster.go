@@ -47,6 +47,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/node"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/timeline"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/workload"
+	"github.com/cozystack/vlan-conformance/framework/subject"
 )
 
 // Cluster implements platform.Platform on Kubernetes. The stager
@@ -54,6 +55,7 @@ import (
 // workloads': embedded, so the platform offers them as its own.
 type Cluster struct {
 	cfg      *config.Config
+	subj     *subject.Subject // the release under test; nil: the suite's reference subject
 	timeouts map[string]time.Duration
 	work     string // kubeconfig, serial logs
 
@@ -75,7 +77,7 @@ var _ platform.Platform = (*Cluster)(nil)
 var _ platform.KubeVMs = (*Cluster)(nil)
 var _ platform.Stager = (*Cluster)(nil)
 
-func newCluster(cfg *config.Config) (*Cluster, error) {
+func newCluster(cfg *config.Config, subj *subject.Subject) (*Cluster, error) {
 	t, err := cfg.Cluster.StageTimeouts()
 	if err != nil {
 		return nil, err
@@ -84,9 +86,9 @@ func newCluster(cfg *config.Config) (*Cluster, error) {
 	if work == "" {
 		work = filepath.Join(".cache", "cluster")
 	}
-	c := &Cluster{cfg: cfg, timeouts: t, work: work, kube: &kube.Clients{}, nodes: &node.Set{PIDs: map[string]int{}}, cabling: cabling.New(cfg), timeline: timeline.New()}
-	c.Multus = multus.New(cfg, t, c.kube)
-	c.Workloads = workload.New(cfg, t, work, c.kube, c.nodes, c.cabling, &c.gw, c.timeline)
+	c := &Cluster{cfg: cfg, subj: subj, timeouts: t, work: work, kube: &kube.Clients{}, nodes: &node.Set{PIDs: map[string]int{}}, cabling: cabling.New(cfg), timeline: timeline.New()}
+	c.Multus = multus.New(cfg, subj, t, c.kube)
+	c.Workloads = workload.New(cfg, subj, t, work, c.kube, c.nodes, c.cabling, &c.gw, c.timeline)
 	return c, nil
 }
 
@@ -97,8 +99,8 @@ const TimelineFile = "timeline.json"
 
 // New builds the platform: the plan's steps in order. On error, whatever was
 // made is removed (and kind's logs exported first).
-func New(ctx context.Context, cfg *config.Config) (*Cluster, error) {
-	c, err := newCluster(cfg)
+func New(ctx context.Context, cfg *config.Config, subj *subject.Subject) (*Cluster, error) {
+	c, err := newCluster(cfg, subj)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +120,9 @@ func New(ctx context.Context, cfg *config.Config) (*Cluster, error) {
 }
 
 // NewDryRun makes a Cluster that only plans (no client, nothing touched).
-func NewDryRun(cfg *config.Config) (*Cluster, error) { return newCluster(cfg) }
+func NewDryRun(cfg *config.Config, subj *subject.Subject) (*Cluster, error) {
+	return newCluster(cfg, subj)
+}
 
 func (c *Cluster) Name() string {
 	if c.cfg.ExistingCluster() {

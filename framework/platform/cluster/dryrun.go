@@ -37,7 +37,7 @@ func DryRun(w io.Writer, c *Cluster) error {
 	}
 	// The guide's NAD and userData: the one --guide names or the release
 	// ships, the suite's own without a release (Subject is nil-safe).
-	subj := c.cfg.Subject()
+	subj := c.subj
 	spec := platform.VMSpec{Name: "vm-a", Namespace: "tenant-example", Networks: []string{"vlan100"}, CloudInit: subj.UserData(c.cfg.GuestAddr)}
 	img := c.Workloads.Image()
 	r := workload.RenderVM(spec, img, node)

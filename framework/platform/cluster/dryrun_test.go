@@ -17,7 +17,7 @@ func TestDryRunGolden(t *testing.T) {
 	if err := fs.Parse([]string{"--tier=cluster", "--dry-run"}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewDryRun(cfg)
+	c, err := NewDryRun(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestDryRunExistingCluster(t *testing.T) {
 	if err := fs.Parse([]string{"--tier=cluster", "--dry-run", "--kubeconfig=/nonexistent/kubeconfig", "--gateway=203.0.113.254"}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewDryRun(cfg)
+	c, err := NewDryRun(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
+
 	"github.com/cozystack/vlan-conformance/framework/gateway"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kind"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
@@ -20,7 +22,6 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/wait"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/workload"
 	kindconfig "github.com/cozystack/vlan-conformance/kind-config"
-	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 )
 
 // setupStages are the stages of building the platform, in order.
@@ -60,7 +61,7 @@ func (c *Cluster) plan() (*plan.Plan, error) {
 		p.Add("apply", "no KubeVirt (--workload=pod): the workloads are pods attached by Multus, image "+workload.PodImage, nil, nil)
 		return p, nil
 	}
-	kubevirt.Plan(p, cl, c.cfg.Subject(), c.kube, c.timeouts["kubevirt"], c.cfg.SelectedControl().EvictionStrategy)
+	kubevirt.Plan(p, cl, c.subj, c.kube, c.timeouts["kubevirt"], c.cfg.SelectedControl().EvictionStrategy)
 	return p, nil
 }
 

@@ -25,11 +25,13 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/gateway"
 	"github.com/cozystack/vlan-conformance/framework/platform"
+	release "github.com/cozystack/vlan-conformance/framework/subject"
 )
 
 // Lab implements platform.Platform with network namespaces.
 type Lab struct {
 	cfg     *config.Config
+	release *release.Subject // the release under test; nil: the suite's reference subject
 	fab     *fabric.Fabric
 	work    string
 	ownWork bool
@@ -44,12 +46,13 @@ type Lab struct {
 	multus multus // the stager's replica (stager.go)
 }
 
-// New sweeps what a killed run left, then builds the fabric for cfg.
-func New(ctx context.Context, cfg *config.Config) (*Lab, error) {
+// New sweeps what a killed run left, then builds the fabric for cfg, the
+// release under test (rel, nil without one) staging its nodes' plugins.
+func New(ctx context.Context, cfg *config.Config, rel *release.Subject) (*Lab, error) {
 	if err := errors.Join(fabric.Sweep(), os.RemoveAll(hostLocalDataDir)); err != nil {
 		return nil, fmt.Errorf("sweep leftovers of an earlier run: %w", err)
 	}
-	l := &Lab{cfg: cfg, nads: map[string]string{}, guests: map[string]*guest{}, work: cfg.WorkDir}
+	l := &Lab{cfg: cfg, release: rel, nads: map[string]string{}, guests: map[string]*guest{}, work: cfg.WorkDir}
 	if l.work == "" {
 		d, err := os.MkdirTemp("", "vcf-lab-")
 		if err != nil {

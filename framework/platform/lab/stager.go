@@ -62,7 +62,7 @@ type multusPod struct {
 func (l *Lab) loadHarness() (*stager.Harness, error) {
 	m := &l.multus
 	if m.harness == nil {
-		h, err := stager.NewHarness(l.cfg.StagerOptions())
+		h, err := stager.NewHarness(l.release.StagerOptions(l.cfg))
 		if err != nil {
 			return nil, fmt.Errorf("the lab's Multus DaemonSet: %w", err)
 		}
@@ -133,7 +133,7 @@ func (l *Lab) SetStaging(ctx context.Context, on bool) ([]string, error) {
 	}
 	render := m.render
 	if render == nil {
-		render = func(on bool) ([]string, error) { return renderedInits(l.cfg.Subject(), on) }
+		render = func(on bool) ([]string, error) { return renderedInits(l.release, on) }
 	}
 	inits, err := render(on)
 	if err != nil {

@@ -14,8 +14,7 @@ import (
 // obsolete CPU models emulation needs (where the nodes give no KVM) and
 // the operator's namespace as the only changes, each in the ledger.
 func TestReleaseCR(t *testing.T) {
-	cfg := configtest.ClusterRelease(t, "../../../..")
-	subj := cfg.Subject()
+	_, subj := configtest.ClusterRelease(t, "../../../..")
 	for _, emulation := range []bool{true, false} {
 		cr := ReleaseCR(subj, emulation, "test", "")
 		if cr.GetNamespace() != Namespace || cr.GetName() != subj.KubeVirt.CR.GetName() {
@@ -53,8 +52,7 @@ func TestReleaseCR(t *testing.T) {
 // suite's own CR drains by live migration as Cozystack's does, unless a
 // control says otherwise.
 func TestEvictionStrategyUnderAControl(t *testing.T) {
-	cfg := configtest.ClusterRelease(t, "../../../..")
-	subj := cfg.Subject()
+	_, subj := configtest.ClusterRelease(t, "../../../..")
 	cr := ReleaseCR(subj, true, "test", "None")
 	if got, _, _ := unstructured.NestedString(cr.Object, "spec", "configuration", "evictionStrategy"); got != "None" {
 		t.Errorf("evictionStrategy %q, want None", got)

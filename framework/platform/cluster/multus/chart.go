@@ -36,7 +36,7 @@ import (
 // networking.stageCniPlugins s: rendered (from the control's broken copy
 // under Control.StagerKeptWhenOff), then the listed rewrites.
 func (m *Multus) releaseObjects(s cozystack.Staging) ([]*unstructured.Unstructured, error) {
-	subj := m.cfg.Subject()
+	subj := m.subj
 	rel := subj.Release
 	ctl := m.cfg.SelectedControl()
 	if ctl.StagerKeptWhenOff && s.Set {
@@ -179,7 +179,7 @@ func (m *Multus) meetMasterCNI(master string, pids map[string]int) error {
 		if err != nil {
 			return err
 		}
-		m.cfg.Subject().Ledger.Add(cozystack.Change{Kind: "node", Object: "every node's /etc/cni/net.d", What: fmt.Sprintf("the pod network's %s also written as %s", src, master), Why: "the chart's multusMasterCNI names a CNI the offline cluster does not run"})
+		m.subj.Ledger.Add(cozystack.Change{Kind: "node", Object: "every node's /etc/cni/net.d", What: fmt.Sprintf("the pod network's %s also written as %s", src, master), Why: "the chart's multusMasterCNI names a CNI the offline cluster does not run"})
 	}
 	return nil
 }
@@ -210,7 +210,7 @@ func (m *Multus) keptOnCopy() (*cozystack.Release, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := m.cfg.Subject().Release.CopyTo(dir)
+	c, err := m.subj.Release.CopyTo(dir)
 	if err != nil {
 		return nil, err
 	}

@@ -25,7 +25,8 @@ const localImage = configtest.LocalMultusImage
 // verbatim Cozystack subset (skipped when it is not beside the checkout).
 func releaseMultus(t *testing.T, extra ...string) *Multus {
 	t.Helper()
-	return New(configtest.ClusterRelease(t, "../../../..", extra...), nil, nil)
+	cfg, s := configtest.ClusterRelease(t, "../../../..", extra...)
+	return New(cfg, s, nil, nil)
 }
 
 // What is applied is the chart's render with only the image references
@@ -36,7 +37,7 @@ func TestReleaseObjectsChangeOnlyImages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rendered := m.cfg.Subject().Multus.Render.Objects
+	rendered := m.subj.Multus.Render.Objects
 	if objs[0].GetKind() != "Namespace" || objs[0].GetName() != "cozy-multus" {
 		t.Fatalf("first object %s %s, want the chart's namespace", objs[0].GetKind(), objs[0].GetName())
 	}
@@ -69,13 +70,13 @@ func TestReleaseObjectsChangeOnlyImages(t *testing.T) {
 		}
 	}
 	images := 0
-	for _, c := range m.cfg.Subject().Ledger.Changes() {
+	for _, c := range m.subj.Ledger.Changes() {
 		if c.Kind == "image" && strings.Contains(c.What, "→ "+localImage) {
 			images++
 		}
 	}
 	if images != 3 { // kube-multus, install-multus-binary, install-cni-plugins
-		t.Errorf("%d image rewrites in the ledger, want 3:\n%s", images, m.cfg.Subject().Ledger.Markdown())
+		t.Errorf("%d image rewrites in the ledger, want 3:\n%s", images, m.subj.Ledger.Markdown())
 	}
 	if got := masterCNI(objs); got != "05-cilium.conflist" {
 		t.Errorf("multusMasterCNI %q", got)

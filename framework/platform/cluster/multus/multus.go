@@ -40,6 +40,7 @@ func Manifest(cl *config.ClusterConfig) kube.Manifest {
 // Multus is the Multus the suite installed (objs nil: it installed none).
 type Multus struct {
 	cfg       *config.Config
+	subj      *subject.Subject // the release under test; nil: the suite's reference subject
 	timeouts  map[string]time.Duration
 	kube      *kube.Clients
 	objs      []*unstructured.Unstructured // the manifest as applied
@@ -51,15 +52,15 @@ type Multus struct {
 	keptOn               *cozystack.Release // the broken copy of the release under Control.StagerKeptWhenOff
 }
 
-func New(cfg *config.Config, timeouts map[string]time.Duration, k *kube.Clients) *Multus {
-	return &Multus{cfg: cfg, timeouts: timeouts, kube: k}
+func New(cfg *config.Config, subj *subject.Subject, timeouts map[string]time.Duration, k *kube.Clients) *Multus {
+	return &Multus{cfg: cfg, subj: subj, timeouts: timeouts, kube: k}
 }
 
 // Plan adds staging the plugins on every node (names), applying Multus and
 // waiting for it.
 func (m *Multus) Plan(p *plan.Plan, names []string, nodes *node.Set) {
 	cfg, cl := m.cfg, &m.cfg.Cluster
-	if s := cfg.Subject(); s != nil {
+	if s := m.subj; s != nil {
 		// The release's chart stages the plugins itself: no installer, no
 		// grafting, whatever --cni-staging says. A release without staging
 		// leaves them to node provisioning, which the installer stands for.

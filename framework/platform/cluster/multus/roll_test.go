@@ -278,7 +278,7 @@ func TestRollFollowsNodeByNode(t *testing.T) {
 // The control's DaemonSet, as the suite renders it, rolls every node at
 // once: the follower sees all three down together.
 func TestRollUnderTheControlTakesEveryNodeAtOnce(t *testing.T) {
-	m := New(&config.Config{Control: "STG-12/multus-rolls-every-node-at-once"}, nil, nil)
+	m := New(&config.Config{Control: "STG-12/multus-rolls-every-node-at-once"}, nil, nil, nil)
 	o, err := runtime.DefaultUnstructuredConverter.ToUnstructured(daemonSet(appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType}))
 	if err != nil {
 		t.Fatal(err)
@@ -337,7 +337,7 @@ func TestControlRolloutOnTheReferenceDaemonSet(t *testing.T) {
 	for _, tc := range []struct {
 		control, want string
 	}{{"", ""}, {"STG-11/stager-fails-its-container", ""}, {"STG-12/multus-rolls-every-node-at-once", "100%"}} {
-		m := New(&config.Config{Control: tc.control}, nil, nil)
+		m := New(&config.Config{Control: tc.control}, nil, nil, nil)
 		o, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "kube-multus-ds", Namespace: "kube-system"}})
 		u := &unstructured.Unstructured{Object: o}
 		u.SetAPIVersion("apps/v1")
@@ -395,10 +395,10 @@ func TestControlRolloutInRelease(t *testing.T) {
 		t.Errorf("the control changed more than the update strategy (-release +control):\n%s", d)
 	}
 	found := false
-	for _, c := range m.cfg.Subject().Ledger.Changes() {
+	for _, c := range m.subj.Ledger.Changes() {
 		found = found || strings.Contains(c.Why, "STG-12/multus-rolls-every-node-at-once's maxUnavailable 100%")
 	}
 	if !found {
-		t.Errorf("the ledger does not name the control:\n%s", m.cfg.Subject().Ledger.Markdown())
+		t.Errorf("the ledger does not name the control:\n%s", m.subj.Ledger.Markdown())
 	}
 }

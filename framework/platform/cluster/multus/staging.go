@@ -58,7 +58,7 @@ func (m *Multus) applyStaging(ctx context.Context, on bool) error {
 		return fmt.Errorf("rendering Multus on a cluster the suite did not install it on: %w", evidence.ErrNotObservable)
 	}
 	rev := fmt.Sprintf("%v-%d", on, time.Now().UnixNano())
-	if m.cfg.Subject() != nil {
+	if m.subj != nil {
 		// The release's own template decides; the suite removes nothing.
 		// (Under Control.StagerKeptWhenOff it renders a copy whose
 		// template ignores the value.)

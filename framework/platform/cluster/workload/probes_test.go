@@ -19,7 +19,7 @@ import (
 // asks for it; one roll's pair is deleted by its suffix, another's stays.
 func TestProbesOnANode(t *testing.T) {
 	k := kubefake.NewSimpleClientset()
-	w := New(&config.Config{}, map[string]time.Duration{"vmi": time.Second}, t.TempDir(), &kube.Clients{Kube: k}, nil, nil, nil, nil)
+	w := New(&config.Config{}, nil, map[string]time.Duration{"vmi": time.Second}, t.TempDir(), &kube.Clients{Kube: k}, nil, nil, nil, nil)
 	ctx := context.Background()
 	pods, err := w.CreateProbes(ctx, "tenant-roll", "vlan100", "worker", "1")
 	if err != nil {

@@ -41,7 +41,7 @@ func TestRecreateIsTimedFromTheDelete(t *testing.T) {
 	tl := timeline.New()
 	cfg := &config.Config{}
 	cfg.Cluster.Workload = "vm"
-	w := New(cfg, map[string]time.Duration{"vmi": 5 * time.Second}, t.TempDir(), &kube.Clients{Kube: k, KubeVirt: kv}, nil, nil, nil, tl)
+	w := New(cfg, nil, map[string]time.Duration{"vmi": 5 * time.Second}, t.TempDir(), &kube.Clients{Kube: k, KubeVirt: kv}, nil, nil, nil, tl)
 
 	if _, err := w.RecreateVM(context.Background(), wrapped{&vmGuest{spec: spec, vmName: name}}); err == nil {
 		t.Fatal("re-created a VM whose namespace cannot be made")

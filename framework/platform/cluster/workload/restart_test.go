@@ -42,7 +42,7 @@ func restarting(t *testing.T, tl *timeline.Timeline) (*Workloads, *kvfake.Client
 	kv := kvfake.NewSimpleClientset(&kubevirtv1.VirtualMachine{ObjectMeta: meta("vm-1")}, &kubevirtv1.VirtualMachineInstance{ObjectMeta: meta("vmi-1")})
 	cfg := &config.Config{}
 	cfg.Cluster.Workload = "vm"
-	w := New(cfg, map[string]time.Duration{"vmi": 500 * time.Millisecond}, t.TempDir(), &kube.Clients{Kube: kubefake.NewSimpleClientset(), KubeVirt: kv}, nil, nil, nil, tl)
+	w := New(cfg, nil, map[string]time.Duration{"vmi": 500 * time.Millisecond}, t.TempDir(), &kube.Clients{Kube: kubefake.NewSimpleClientset(), KubeVirt: kv}, nil, nil, nil, tl)
 	return w, kv, g
 }
 
@@ -158,7 +158,7 @@ func TestControlMACOnBothRenderings(t *testing.T) {
 	} {
 		s := spec
 		s.MAC = tc.pinned
-		got := macOf(New(tc.cfg, nil, t.TempDir(), nil, nil, nil, nil, nil).renderOwn(s, "").VM)
+		got := macOf(New(tc.cfg, nil, nil, t.TempDir(), nil, nil, nil, nil, nil).renderOwn(s, "").VM)
 		if got["vlan100"] != tc.vlan100 || got["default"] != "" {
 			t.Errorf("the suite's own VM, %s: interface MACs %v, want vlan100 %q, default none", tc.describe, got, tc.vlan100)
 		}
@@ -182,7 +182,7 @@ func TestControlMACOnBothRenderings(t *testing.T) {
 		}
 	}
 	var rows []string
-	for _, c := range w.cfg.Subject().Ledger.Changes() {
+	for _, c := range w.subj.Ledger.Changes() {
 		rows = append(rows, c.Object+": "+c.What+" ("+c.Why+")")
 	}
 	if !slices.ContainsFunc(rows, func(r string) bool {

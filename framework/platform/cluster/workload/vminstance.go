@@ -41,7 +41,7 @@ import (
 // it takes the guide's step 3 values, so not without a guide (the
 // ledger says so).
 func (w *Workloads) fromRelease(spec platform.VMSpec) bool {
-	s := w.cfg.Subject()
+	s := w.subj
 	return s != nil && s.IaaS != nil && s.Guide != nil && spec.MAC == ""
 }
 
@@ -52,7 +52,7 @@ var notServed = map[string]string{
 
 // releaseObjects renders spec's application and patches it for the lane.
 func (w *Workloads) releaseObjects(spec platform.VMSpec, nodeName string) ([]*unstructured.Unstructured, error) {
-	subj := w.cfg.Subject()
+	subj := w.subj
 	app, err := subj.Guide.VMAppFor(spec.Name, spec.Namespace, spec.Networks, spec.CloudInit)
 	if err != nil {
 		return nil, err

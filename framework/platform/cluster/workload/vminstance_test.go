@@ -23,7 +23,8 @@ import (
 // verbatim Cozystack subset (skipped when it is not beside the checkout).
 func releaseWorkloads(t *testing.T, extra ...string) *Workloads {
 	t.Helper()
-	return New(configtest.ClusterRelease(t, "../../../..", extra...), nil, t.TempDir(), nil, nil, nil, nil, nil)
+	cfg, s := configtest.ClusterRelease(t, "../../../..", extra...)
+	return New(cfg, s, nil, t.TempDir(), nil, nil, nil, nil, nil)
 }
 
 // A VM of the lane is the chart's render of the guide's values with the
@@ -40,7 +41,7 @@ func TestReleaseVMChangesOnlyWhatIsListed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := releaseWorkloads(t, tc.flags...)
-			subj := w.cfg.Subject()
+			subj := w.subj
 			userData := subj.UserData("203.0.113.21/24")
 			spec := platform.VMSpec{Name: "vm-a", Namespace: "tenant-vlan", Networks: []string{"vlan100"}, CloudInit: userData}
 			objs, err := w.releaseObjects(spec, "vcf-worker2")
@@ -157,7 +158,7 @@ func TestReleaseWithoutAGuideRendersTheSuitesVM(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := releaseWorkloads(t, "--cozystack="+rel.Dir)
-	subj := w.cfg.Subject()
+	subj := w.subj
 	if subj.Guide != nil || subj.IaaS == nil {
 		t.Fatalf("a VM lane without a guide: guide %v, iaas render %v", subj.Guide, subj.IaaS != nil)
 	}

@@ -28,11 +28,13 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/node"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/timeline"
+	"github.com/cozystack/vlan-conformance/framework/subject"
 )
 
 // Workloads are the VMs or pods of a run, and the objects it made for them.
 type Workloads struct {
 	cfg      *config.Config
+	subj     *subject.Subject // the release under test: the VM lane's renders; nil: the suite's own
 	timeouts map[string]time.Duration
 	img      GuestImage
 	work     string // serial logs
@@ -58,9 +60,9 @@ var _ platform.Recreator = (*Workloads)(nil)
 
 // New makes the run's workloads; k, nodes, trunk and gw are the parts
 // they share with the rest of the platform, filled in as the plan runs.
-func New(cfg *config.Config, timeouts map[string]time.Duration, work string, k *kube.Clients, nodes *node.Set, trunk platform.AccessTrunk, gw *platform.Gateway, tl *timeline.Timeline) *Workloads {
+func New(cfg *config.Config, subj *subject.Subject, timeouts map[string]time.Duration, work string, k *kube.Clients, nodes *node.Set, trunk platform.AccessTrunk, gw *platform.Gateway, tl *timeline.Timeline) *Workloads {
 	w := &Workloads{
-		cfg: cfg, timeouts: timeouts, work: work, kube: k, nodes: nodes, trunk: trunk, gw: gw, timeline: tl,
+		cfg: cfg, subj: subj, timeouts: timeouts, work: work, kube: k, nodes: nodes, trunk: trunk, gw: gw, timeline: tl,
 		img:    cfg.Cluster.Guest,
 		guests: map[string]*vmGuest{}, pods: map[string]*podGuest{}, nads: map[string]platform.NAD{},
 	}
