@@ -40,7 +40,7 @@ type ClusterConfig struct {
 	// fetched from their release URLs into it on first use. An air-gapped run
 	// pre-fills it and the run never goes online.
 	ManifestsDir string
-	// ImagesArchives are docker-archive tarballs `kind load`ed into every node
+	// ImagesArchives are docker-archive tarballs imported into every node
 	// before anything is applied (comma-separated).
 	ImagesArchives string
 	// CNIStaging puts the reference plugins into every node's /opt/cni/bin:

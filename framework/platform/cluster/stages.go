@@ -141,7 +141,7 @@ func (c *Cluster) planKind(p *plan.Plan, raw []byte, kc *v1alpha4.Cluster, all [
 	p.Add("node", "every node: reject traffic to the Service range "+svc+" that no Service rule diverted (iptables OUTPUT and FORWARD, after kube-proxy's DNAT), so that it never leaves the node", nil,
 		func(context.Context) error { return c.kind.RejectUndiverted(svc) })
 	for _, a := range cl.Archives() {
-		p.Add("cluster", "kind load image-archive "+a+" into every node that lacks its images", nil, func(context.Context) error {
+		p.Add("cluster", "import the image archive "+a+" into every node that lacks its images (ctr, not unpacked: each node unpacks what it runs)", nil, func(context.Context) error {
 			loaded, err := c.kind.LoadArchive(a)
 			if err == nil && !loaded {
 				fmt.Fprintf(os.Stderr, "kind: every node holds the images of %s already: not loaded again\n", filepath.Base(a))
