@@ -239,7 +239,10 @@ func TakeAll(ctx context.Context, all ...*Prestarted) ([]*VM, error) {
 	was := make([]prestartState, len(all))
 	// Every boot the background did not begin starts first; only then does
 	// the spec wait for those it did (measured: waiting in order started
-	// vm-arp05 107 s late, once vm-arp's boot ahead had ended).
+	// vm-arp05 107 s late, once vm-arp's boot ahead had ended). The
+	// background takes no core meanwhile: these boots ask for theirs once
+	// prepared (slotPool.hush).
+	hushed := false
 	for i, ps := range all {
 		p, err := ps.f.Platform(ctx)
 		if err != nil {
@@ -260,6 +263,10 @@ func TakeAll(ctx context.Context, all ...*Prestarted) ([]*VM, error) {
 			}
 		}
 		ps.mu.Unlock()
+		if (promote || was[i] == waiting) && !hushed {
+			bootSlots(p).hush()
+			hushed = true
+		}
 		if promote {
 			wg.Add(1)
 			go func() {

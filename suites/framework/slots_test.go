@@ -227,3 +227,20 @@ func holdBackground(p platform.Platform, on ...platform.Node) <-chan func() {
 	}()
 	return got
 }
+
+// A spec about to boot its own VMs hushes the background: a free core is
+// kept from it for the quiet period, so the spec's boots, which ask once
+// prepared, find it.
+func TestAHushKeepsFreeCoresFromTheBackground(t *testing.T) {
+	s := newSlotPool(2)
+	s.quiet = 200 * time.Millisecond
+	s.hush()
+	a := holdLater(s, ahead)
+	blocked(t, a, "the background took a free core while a spec's boots were about to ask for it")
+	o, err := s.hold(context.Background(), own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o()
+	got(t, a, "the background never got the other core once the quiet period passed")()
+}
