@@ -42,8 +42,9 @@ func describeRelease(cfg *config.Config, s *subject.Subject, env *report.Environ
 			env.StagerImage = "the user's --stager-image, not the pinned " + im.Ref
 		}
 	}
-	if err := s.Ledger.Merge(subject.LedgerFiles(subject.Dir(cfg.ReportDir))); err != nil {
-		s.Ledger.Add(cozystack.Change{Kind: "report", Object: subject.LedgerFiles(subject.Dir(cfg.ReportDir)), What: "unreadable: " + err.Error(), Why: "a process's changes may be missing from this list"})
+	ledgers := subject.LedgerFiles(cfg.ReportDir)
+	if err := s.Ledger.Merge(ledgers); err != nil {
+		s.Ledger.Add(cozystack.Change{Kind: "report", Object: ledgers, What: "unreadable: " + err.Error(), Why: "a process's changes may be missing from this list"})
 	}
 	if m := s.StagerManifest(cfg); m == s.Manifest {
 		env.StagerSubject = fmt.Sprintf("install-cni-plugins of the release's %s, rendered with Helm (variant %s, networking.stageCniPlugins unset) to %s", cozystack.MultusChart, subject.DefaultVariant, m)

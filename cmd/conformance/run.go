@@ -93,7 +93,7 @@ func (d *driver) run(ctx context.Context) int {
 	}
 	if d.part == "all" {
 		// An earlier run's changes must not be reported as this one's.
-		if old, _ := filepath.Glob(subject.LedgerFiles(subject.Dir(d.cfg.ReportDir))); len(old) > 0 {
+		if old, _ := filepath.Glob(subject.LedgerFiles(d.cfg.ReportDir)); len(old) > 0 {
 			for _, f := range old {
 				os.Remove(f)
 			}

@@ -223,5 +223,6 @@ func (s *Subject) Write(dir string) error {
 	return atomicfile.Write(s.Manifest, strings.NewReader(s.Multus.Render.Manifest), 0o644)
 }
 
-// LedgerFiles are the ledger files the run's processes Write into dir.
-func LedgerFiles(dir string) string { return filepath.Join(dir, "ledger-*.json") }
+// LedgerFiles are the ledger files the run's processes Write under a
+// report dir (into Dir(reportDir)).
+func LedgerFiles(reportDir string) string { return filepath.Join(Dir(reportDir), "ledger-*.json") }

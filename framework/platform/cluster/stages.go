@@ -59,10 +59,25 @@ func (c *Cluster) plan() (*plan.Plan, error) {
 	c.Multus.Plan(p, all, c.nodes)
 	if cl.Workload == "pod" {
 		p.Add("apply", "no KubeVirt (--workload=pod): the workloads are pods attached by Multus, image "+workload.PodImage, nil, nil)
-		return p, nil
+	} else {
+		kubevirt.Plan(p, cl, c.subj, c.kube, c.timeouts["kubevirt"], c.cfg.SelectedControl().EvictionStrategy)
 	}
-	kubevirt.Plan(p, cl, c.subj, c.kube, c.timeouts["kubevirt"], c.cfg.SelectedControl().EvictionStrategy)
+	c.planSweep(p)
 	return p, nil
+}
+
+// planSweep deletes the tenant namespaces a killed run left on a kept or
+// found cluster (kube.SweepNamespaces), once KubeVirt runs to finalize
+// their VMs.
+func (c *Cluster) planSweep(p *plan.Plan) {
+	p.Add("delete", "the tenant namespaces a killed run left (label "+kube.OwnedLabel+"=true, not already terminating), their VMs with them; one this run needs is waited out before it is made afresh", nil,
+		func(ctx context.Context) error {
+			swept, err := kube.SweepNamespaces(ctx, c.kube)
+			if len(swept) > 0 {
+				fmt.Fprintf(os.Stderr, "cluster: deleted %d namespaces an earlier run left: %s\n", len(swept), strings.Join(swept, ", "))
+			}
+			return err
+		})
 }
 
 // planExisting uses a cluster the suite did not make: it only waits for it
@@ -90,6 +105,7 @@ func (c *Cluster) planExisting(p *plan.Plan) {
 		c.gw = gateway.Vendor{Addr: netip.MustParseAddr(c.cfg.Gateway)}
 		return nil
 	})
+	c.planSweep(p)
 }
 
 // planKind makes (or finds) the kind cluster, loads the image archives and,

@@ -80,6 +80,33 @@ func (o *Owner) EnsureNamespace(ctx context.Context, kube *Clients, name string)
 	}
 }
 
+// SweepNamespaces deletes the tenant namespaces a killed run left behind
+// (labelled OwnedLabel and not terminating), their VMs with them, before
+// this run makes any: a run stopped before its Close (SIGKILL, a third
+// Ctrl-C) leaves them, and EnsureNamespace would otherwise take one as
+// found and run the next specs beside the old run's VMs. It does not wait:
+// EnsureNamespace waits out one this run needs again. One run at a time
+// per cluster: another run's namespaces carry the same label.
+func SweepNamespaces(ctx context.Context, kube *Clients) ([]string, error) {
+	list, err := kube.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: OwnedLabel + "=true"})
+	if err != nil {
+		return nil, fmt.Errorf("listing the namespaces labelled %s: %w", OwnedLabel, err)
+	}
+	var swept []string
+	for _, ns := range list.Items {
+		if ns.DeletionTimestamp != nil || ns.Status.Phase == corev1.NamespaceTerminating {
+			continue
+		}
+		err := kube.Kube.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return swept, fmt.Errorf("deleting namespace %s, left by an earlier run: %w", ns.Name, err)
+		}
+		swept = append(swept, ns.Name)
+	}
+	sort.Strings(swept)
+	return swept, nil
+}
+
 // namespaceGonePoll is how often EnsureNamespace looks whether a
 // terminating namespace is gone, and namespaceGoneWithin how long it waits
 // (a namespace's VMs take their grace period, 30 s, to go).

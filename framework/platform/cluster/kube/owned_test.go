@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -47,5 +48,37 @@ func TestEnsureNamespaceWaitsOutATerminatingOne(t *testing.T) {
 	}
 	if _, namespaces := o2.Drain(); len(namespaces) != 0 {
 		t.Errorf("a namespace found is not the run's: %v", namespaces)
+	}
+}
+
+// A rerun deletes what a killed run left: the tenant namespaces labelled
+// as the suite's that are not already going; the others stay.
+func TestSweepNamespacesDeletesWhatAKilledRunLeft(t *testing.T) {
+	now := metav1.Now()
+	k := fake.NewSimpleClientset(
+		RenderNamespace("tenant-spoofchk"),
+		RenderNamespace("tenant-arp"),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-going", Labels: Owned(), DeletionTimestamp: &now, Finalizers: []string{"kubernetes"}}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vendor-tenant"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kubevirt"}},
+	)
+	swept, err := SweepNamespaces(context.Background(), &Clients{Kube: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"tenant-arp", "tenant-spoofchk"}; !slices.Equal(swept, want) {
+		t.Errorf("swept %v, want %v", swept, want)
+	}
+	list, err := k.CoreV1().Namespaces().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, ns := range list.Items {
+		left = append(left, ns.Name)
+	}
+	slices.Sort(left)
+	if want := []string{"kubevirt", "tenant-going", "vendor-tenant"}; !slices.Equal(left, want) {
+		t.Errorf("left %v, want %v", left, want)
 	}
 }

@@ -27,8 +27,12 @@ const (
 // KVMUsable reports whether hardware virtualisation works here, by running
 // a one-instruction guest (hlt) and waiting for its exit. Opening /dev/kvm
 // is not enough: on some hosts the device opens and a guest then hangs at
-// its first instruction, so KubeVirt must be told to emulate. A probe that
-// hangs is abandoned after timeout (its thread stays blocked).
+// its first instruction, so KubeVirt must be told to emulate. Nor is hlt
+// enough everywhere: on a nested host (docs/cluster-tier.md, "KVM instead
+// of TCG") the probe passes and a real guest's QEMU then aborts on an MSR
+// or crawls through its kernel's boot; there /dev/vhost-net is missing too,
+// which keeps auto on emulation. A probe that hangs is abandoned after
+// timeout (its thread stays blocked).
 func KVMUsable(timeout time.Duration) (bool, string) {
 	done := make(chan error, 1)
 	go func() { done <- kvmProbe() }()

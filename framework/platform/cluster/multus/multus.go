@@ -84,7 +84,7 @@ func (m *Multus) Plan(p *plan.Plan, names []string, nodes *node.Set) {
 	ms := Manifest(cl)
 	action := "Multus thick " + ms.Describe(cl.ManifestsDir)
 	if cl.CNIStaging == "stager" {
-		action += fmt.Sprintf("; its DaemonSet gets the init container %s of %s, image %s", stager.InitContainerName, cfg.StagerManifest, cl.CNIPluginsImage)
+		action += fmt.Sprintf("; its DaemonSet gets the init container %s of %s, image %s", stager.InitContainerName, m.subj.StagerManifest(cfg), cl.CNIPluginsImage)
 	}
 	p.Add("apply", action, nil, m.install)
 	p.Wait(RolledOutStage(m.kube, m.timeouts["multus"]))
@@ -115,7 +115,7 @@ func (m *Multus) install(ctx context.Context) error {
 		return err
 	}
 	if cl.CNIStaging == "stager" {
-		sm, err := os.ReadFile(m.cfg.StagerManifest)
+		sm, err := os.ReadFile(m.subj.StagerManifest(m.cfg))
 		if err != nil {
 			return err
 		}
