@@ -81,11 +81,23 @@ func TestConformance(t *testing.T) {
 		// The report says why these claims are not made (report.ForRelease).
 		suiteConfig.LabelFilter = labels.WithoutStaging(suiteConfig.LabelFilter)
 	}
+	// A vendor's gateway may keep its stale entry for hours: ARP-03 and
+	// ARP-07's three restarts each wait up to --gateway-wait for it, so
+	// the suite's deadline grows with it unless --ginkgo.timeout is given.
+	if extra := cfg.GatewayWait - config.DefaultGatewayWait; extra > 0 && !flagGiven("ginkgo.timeout") {
+		suiteConfig.Timeout += 4 * extra
+	}
 	if reporterConfig.JUnitReport == "" {
 		reporterConfig.JUnitReport = filepath.Join(cfg.ReportDir, "junit.xml")
 	}
 	defer stagerlib.DropImageCache() // the stager harnesses' unpacked --stager-image
 	RunSpecs(t, "KubeVirt external VLAN conformance", suiteConfig, reporterConfig)
+}
+
+// flagGiven tells whether the command line set the flag name.
+func flagGiven(name string) (given bool) {
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 // build makes the platform of cfg's tier.

@@ -176,6 +176,9 @@ func (d *driver) run(ctx context.Context) int {
 	for _, f := range fails {
 		fmt.Printf("FAILED %s\n  %s\n", f.Name, strings.ReplaceAll(f.Message, "\n", "\n  "))
 	}
+	if line := report.NotObservableSummary(vs); line != "" {
+		fmt.Println(line)
+	}
 	fmt.Printf("report: %s, %s\n", out, junit)
 	return code
 }

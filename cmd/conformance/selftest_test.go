@@ -97,4 +97,19 @@ func TestSelftestTimeBudget(t *testing.T) {
 			t.Errorf("budget %s, %s spent, longest %s: fits %v, want %v", tc.budget, tc.spent, tc.longest, got, tc.fits)
 		}
 	}
+	// What the next control may take: the longest of its own tier, else
+	// the longest of any (CI: ARP-07's 358 s must not keep VLAN-14's
+	// 85 s lab control on VMs out when the lab ones took up to 180 s).
+	took := durations{}
+	if got := took.next("lab"); got != 0 {
+		t.Errorf("nothing ran yet: next %s, want 0", got)
+	}
+	took["cluster"] = 358 * time.Second
+	if got := took.next("lab"); got != 358*time.Second {
+		t.Errorf("no lab control ran yet: next %s, want the longest of any, 358s", got)
+	}
+	took["lab"] = 180 * time.Second
+	if got := took.next("lab"); got != 180*time.Second {
+		t.Errorf("next lab control %s, want the lab controls' longest, 180s", got)
+	}
 }

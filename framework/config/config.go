@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/cozystack/vlan-conformance/framework/controls"
 	"github.com/cozystack/vlan-conformance/framework/stager"
@@ -46,7 +47,11 @@ type Config struct {
 	WorkDir        string // scratch for CNI cache, node dirs; removed afterwards
 	Control        string // negative control to apply, a framework/controls ID ("" = the guide's subject)
 	ARPProfile     string // gateway neighbour timers: "tuned" or "default"
-	DumpOnFailure  bool   // write namespace dumps next to a failed spec's evidence
+	// GatewayWait is --gateway-wait: how long ARP-03 and ARP-07 wait for
+	// a gateway that declares no neighbour timers (a vendor's) to recover
+	// from its stale entry by itself.
+	GatewayWait   time.Duration
+	DumpOnFailure bool // write namespace dumps next to a failed spec's evidence
 
 	Cluster ClusterConfig // the cluster tier's flags (cluster.go)
 
@@ -65,6 +70,14 @@ type Config struct {
 	RegistryMirrors Repeated
 	fs              *flag.FlagSet
 }
+
+// DefaultGatewayWait is --gateway-wait's default: the guide's "~5 min"
+// for the stale entry, and a margin. MaxGatewayWait covers routers that
+// keep an ARP entry 4 hours.
+const (
+	DefaultGatewayWait = 10 * time.Minute
+	MaxGatewayWait     = 6 * time.Hour
+)
 
 // Register binds the flags to fs with the guide's defaults.
 func Register(fs *flag.FlagSet) *Config {
@@ -87,6 +100,7 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.WorkDir, "work-dir", "", "scratch directory (default: a fresh temp dir)")
 	fs.StringVar(&c.Control, "control", "", "negative control: run the specs against a deliberately broken subject (list them with `conformance controls`)")
 	fs.StringVar(&c.ARPProfile, "arp-profile", "tuned", "lab gateway neighbour timers: tuned or default")
+	fs.DurationVar(&c.GatewayWait, "gateway-wait", DefaultGatewayWait, "how long to wait for a gateway without declared neighbour timers (a vendor's) to drop its stale entry by itself after a re-creation or restart (ARP-03, ARP-07); past it the verdict is \"not recovered within\" it")
 	fs.BoolVar(&c.DumpOnFailure, "dump-on-failure", true, "dump every namespace's links, addresses, routes, neighbours and FDB when a spec fails")
 	registerCluster(fs, c)
 	registerCozystack(fs, c)
@@ -184,6 +198,9 @@ func (c *Config) Validate() error {
 	case "tuned", "default":
 	default:
 		add("--arp-profile %q: want tuned or default", c.ARPProfile)
+	}
+	if c.GatewayWait < time.Second || c.GatewayWait > MaxGatewayWait {
+		add("--gateway-wait %s: want 1s..%s (a router's 4-hour ARP cache: 4h10m)", c.GatewayWait, MaxGatewayWait)
 	}
 	errs = append(errs, c.validateCluster())
 	if err := c.validateCozystack(); err != nil {

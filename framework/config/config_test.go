@@ -57,6 +57,8 @@ func TestValidateRejectsBadInput(t *testing.T) {
 		{[]string{"--tier=cluster", "--workload=pod", "--control=ARP-07/mac-kept-per-vm-object"}, "on a cluster it breaks VMs: pass --workload=vm"},
 		{[]string{"--control=ARP-07/mac-kept-per-vm-object"}, "built on the cluster tier, not --tier=lab"},
 		{[]string{"--other-vlan=100"}, "must differ"},
+		{[]string{"--gateway-wait=0s"}, "--gateway-wait 0s: want 1s..6h0m0s"},
+		{[]string{"--gateway-wait=7h"}, "--gateway-wait 7h0m0s: want 1s..6h0m0s"},
 	} {
 		err := parse(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -69,14 +69,15 @@ func TestPassesAgainOnlyWhenTheClaimsSpecsPass(t *testing.T) {
 	}
 }
 
+func skipped(name, msg string) TestCase {
+	tc := TestCase{Name: name, Status: "skipped"}
+	tc.Skipped = &struct {
+		Message string `xml:"message,attr"`
+	}{Message: msg}
+	return tc
+}
+
 func TestVerdictsSayWhatWasSkippedInTheSpecsWords(t *testing.T) {
-	skipped := func(name, msg string) TestCase {
-		tc := TestCase{Name: name, Status: "skipped"}
-		tc.Skipped = &struct {
-			Message string `xml:"message,attr"`
-		}{Message: msg}
-		return tc
-	}
 	cases := []TestCase{
 		{Name: "[It] A VM [VLAN-01] reaches the gateway", Status: "passed"},
 		skipped("[It] A VM [VLAN-01] crosses to a second node", "skipped - one node only (vendor mode)"),
@@ -203,5 +204,35 @@ func TestARowNamesTheCauseBesideTheStep(t *testing.T) {
 	}
 	if len(got) > 320 {
 		t.Errorf("%d characters: too long for a row", len(got))
+	}
+}
+
+// Skips the platform could not observe are counted, per claim and in the
+// report, apart from skips of another cause.
+func TestReportCountsWhatThePlatformCouldNotObserve(t *testing.T) {
+	cases := []TestCase{
+		{Name: "[It] A VM [VLAN-01] reaches the gateway", Status: "passed"},
+		skipped("[It] A VM [VLAN-01] is reached by the gateway", "skipped - the vendor gateway's pings: not observable on this platform"),
+		skipped("[It] A VM [VLAN-02] is tagged", "skipped - capture on the uplink: not observable on this platform"),
+		skipped("[It] A macvlan child [VLAN-03] drops replies", "skipped - no node provisioned for macvlan"),
+	}
+	vs := Verdicts(cases, t.TempDir())
+	got := map[string]int{}
+	for _, v := range vs {
+		got[v.Claim.ID] = v.NotObservable
+	}
+	if got["VLAN-01"] != 1 || got["VLAN-02"] != 1 || got["VLAN-03"] != 0 {
+		t.Errorf("not observable per claim: %v", got)
+	}
+	path := filepath.Join(t.TempDir(), "conformance.md")
+	if err := WriteConformance(path, Environment{}, vs, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := NotObservableLine + " 2 of 4 specs, skipped as not observable on this platform: VLAN-01 (1), VLAN-02 (1)."; !strings.Contains(string(b), want) {
+		t.Errorf("the report lacks %q:\n%s", want, b)
 	}
 }

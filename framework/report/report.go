@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cozystack/vlan-conformance/framework/claims"
+	"github.com/cozystack/vlan-conformance/framework/evidence"
 )
 
 // TestCase is one Ginkgo spec as the JUnit report has it.
@@ -69,13 +70,17 @@ func ClaimIDs(name string) []string { return claims.IDs(name) }
 
 // Verdict of one claim.
 type Verdict struct {
-	Claim    claims.Claim
-	Verdict  string // passed, FAILED, skipped, not run
-	Passed   int
-	Failed   int
-	Skipped  int
-	Reason   string // first failure or skip message
-	Evidence string // artifacts dir, relative to the report dir, if any
+	Claim   claims.Claim
+	Verdict string // passed, FAILED, skipped, not run
+	Passed  int
+	Failed  int
+	Skipped int
+	// NotObservable counts the skipped specs whose platform could not see
+	// what they need (evidence.ErrNotObservable): a vendor's gateway, a
+	// node the API does not show.
+	NotObservable int
+	Reason        string // first failure or skip message
+	Evidence      string // artifacts dir, relative to the report dir, if any
 }
 
 // Failure is a failed case: its name and the start of its message.
@@ -133,8 +138,12 @@ func Verdicts(cases []TestCase, reportDir string) []Verdict {
 				}
 			case tc.Status == "skipped" || tc.Skipped != nil:
 				v.Skipped++
-				if r := skipReason(tc, reasons); skip == "" {
+				r := skipReason(tc, reasons)
+				if skip == "" {
 					skip = r
+				}
+				if strings.Contains(r, evidence.ErrNotObservable.Error()) {
+					v.NotObservable++
 				}
 			default:
 				v.Passed++
@@ -298,6 +307,9 @@ func WriteConformance(path string, env Environment, vs []Verdict, fails []Failur
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %d/%d/%d | %s |\n", v.Claim.ID, strings.ReplaceAll(v.Claim.Sentence, "|", "\\|"), verdict, v.Passed, v.Failed, v.Skipped, v.Evidence)
 	}
+	if line := NotObservableSummary(vs); line != "" {
+		b.WriteString("\n" + line + "\n")
+	}
 	if env.Images != "" {
 		b.WriteString("\n" + ImagesHeading + "\n\n" + env.Images)
 	}
@@ -325,6 +337,29 @@ func WriteConformance(path string, env Environment, vs []Verdict, fails []Failur
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
+
+// NotObservableSummary says how many specs were skipped because the platform
+// could not observe what they need, and of which claims ("": none): on a
+// vendor's cluster, the figure a node agent has to bring down.
+func NotObservableSummary(vs []Verdict) string {
+	n, specs := 0, 0
+	var ids []string
+	for _, v := range vs {
+		specs += v.Passed + v.Failed + v.Skipped
+		if v.NotObservable > 0 {
+			n += v.NotObservable
+			ids = append(ids, fmt.Sprintf("%s (%d)", v.Claim.ID, v.NotObservable))
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s %d of %d specs, skipped as %s: %s.", NotObservableLine, n, specs, evidence.ErrNotObservable, strings.Join(ids, ", "))
+}
+
+// NotObservableLine starts the report's count of the specs the platform
+// could not observe.
+const NotObservableLine = "**Not observable here:**"
 
 // Claims whose verdict rests on the wiring of uplink.100 into br100: on an
 // access-mode trunk (no 8021q) br100 enslaves the uplink itself.

@@ -14,7 +14,7 @@ import (
 // expected is what a recovery from the gateway's stale entry is held
 // against (ARP-03 after a re-creation, ARP-07 after each restart): the
 // bound the gateway's declared neighbour timers imply, or, for a gateway
-// that declares none (a vendor's), vendorLimit, unbounded; and the timers
+// that declares none (a vendor's), --gateway-wait, unbounded; and the timers
 // it reports running, for the report.
 type expected struct {
 	limit    time.Duration
@@ -27,8 +27,8 @@ type expected struct {
 
 // expectRecovery reads the gateway's declared and running timers, and
 // notes them and the bound on tl.
-func expectRecovery(ctx context.Context, gw platform.Gateway, tl *timeline) (expected, error) {
-	e := expected{limit: vendorLimit}
+func expectRecovery(ctx context.Context, gw platform.Gateway, wait time.Duration, tl *timeline) (expected, error) {
+	e := expected{limit: wait}
 	var err error
 	e.declared, err = gw.NeighProfile(ctx)
 	switch {
@@ -38,7 +38,7 @@ func expectRecovery(ctx context.Context, gw platform.Gateway, tl *timeline) (exp
 		tl.note("declared gateway timers, profile %q (%s): %s", e.declared.Name, e.declared.Source, describeTimers(e.declared.Timers))
 		tl.note("bound they imply: %s", e.bound.Formula())
 	case errors.Is(err, evidence.ErrNotObservable):
-		tl.note("no declared timers (%v): measured up to %s, not bounded", err, secs(vendorLimit))
+		tl.note("no declared timers (%v): measured up to %s (--gateway-wait), not bounded", err, secs(wait))
 	default:
 		return e, fmt.Errorf("the declared neighbour timers: %w", err)
 	}

@@ -1,10 +1,14 @@
 package arp
 
 import (
+	"context"
+	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/cozystack/vlan-conformance/framework/evidence"
+	"github.com/cozystack/vlan-conformance/framework/gateway"
 	"github.com/cozystack/vlan-conformance/framework/probe"
 )
 
@@ -90,5 +94,26 @@ func TestFlaps(t *testing.T) {
 	}
 	if m, _ := flaps(s("vethA", "vethA", "", "vethA")); m != 0 {
 		t.Errorf("one owner: %d moves", m)
+	}
+}
+
+// A gateway that declares no timers (a vendor's) is waited for as long as
+// --gateway-wait says, not bounded, and a miss names the longer wait and
+// ARP-04's gratuitous ARP as the way out.
+func TestVendorGatewayIsWaitedForGatewayWait(t *testing.T) {
+	gw := gateway.Vendor{Addr: netip.MustParseAddr("203.0.113.1")}
+	tl := newTimeline("test")
+	e, err := expectRecovery(context.Background(), gw, 4*time.Hour+10*time.Minute, tl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.limit != 4*time.Hour+10*time.Minute || e.bounded {
+		t.Errorf("limit %s, bounded %v; want 4h10m, unbounded", e.limit, e.bounded)
+	}
+	if why := e.why(); !strings.Contains(why, "--gateway-wait") || !strings.Contains(why, "ARP-04") {
+		t.Errorf("a miss says %q: want the longer wait and ARP-04 named", why)
+	}
+	if md := tl.Markdown(); !strings.Contains(md, "(--gateway-wait), not bounded") {
+		t.Errorf("the timeline says nothing of the wait: %s", md)
 	}
 }

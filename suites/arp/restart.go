@@ -21,7 +21,9 @@ import (
 
 // restartsTimeout bounds ARP-07: per restart, a boot under TCG (two
 // minutes) with the guest's shutdown, and the longest recovery it times.
-var restartsTimeout = time.Duration(len(platform.Restarts)) * (vendorLimit + 4*time.Minute)
+func restartsTimeout(wait time.Duration) time.Duration {
+	return time.Duration(len(platform.Restarts)) * (wait + 4*time.Minute)
+}
 
 // restartSpec is ARP-07. The guide names re-creation as what changes the
 // MAC; a restart keeps the VirtualMachine object, but KubeVirt's bridge
@@ -39,7 +41,7 @@ var restartsTimeout = time.Duration(len(platform.Restarts)) * (vendorLimit + 4*t
 // beside the container's other specs when those run too (restartsBeside).
 func restartSpec(f *framework.Framework, booted *fleet, p *platform.Platform, gw *platform.Gateway) {
 	// "KubeVirt generates a fresh guest MAC each time the VM object is re-created": and when it is only restarted?
-	It("[ARP-07] gives the VLAN NIC a fresh MAC on every restart of the same VirtualMachine, and the gateway holds the old one until its entry ages out", labels.Claim("ARP-07"), SpecTimeout(restartsTimeout), func(ctx SpecContext) {
+	It("[ARP-07] gives the VLAN NIC a fresh MAC on every restart of the same VirtualMachine, and the gateway holds the old one until its entry ages out", labels.Claim("ARP-07"), SpecTimeout(restartsTimeout(f.Config().GatewayWait)), func(ctx SpecContext) {
 		k, ok := platform.As[platform.KubeVMs](*p)
 		if !ok {
 			Skip((*p).Name() + " has no VirtualMachine objects to restart: ARP-07 is about KubeVirt's restarts, which keep the object")
@@ -54,7 +56,7 @@ func restartSpec(f *framework.Framework, booted *fleet, p *platform.Platform, gw
 		if booted.restarts != nil {
 			f.Note("%s was restarted in the background from the container's set-up on, beside the other specs' re-creations: its own VM, address and gateway entry", v.Name())
 		} else {
-			r = restartAll(ctx, k, *gw, *p, v, nic)
+			r = restartAll(ctx, k, *gw, *p, v, nic, f.Config().GatewayWait)
 		}
 
 		for i, run := range r.runs {
@@ -129,10 +131,10 @@ type restartRun struct {
 // restartAll restarts v every way, one after another, each after the
 // gateway resolved the guest, and times each outage. It stops at the first
 // step that fails, keeping the restarts done.
-func restartAll(ctx context.Context, k platform.KubeVMs, gw platform.Gateway, p platform.Platform, v *vm, nic string) restarts {
+func restartAll(ctx context.Context, k platform.KubeVMs, gw platform.Gateway, p platform.Platform, v *vm, nic string, wait time.Duration) restarts {
 	r := restarts{tl: newTimeline("ARP-07: restarts of " + v.Name() + ", its VirtualMachine kept")}
 	r.tl.note("t = 0 when the first restart is asked for; before each restart the gateway resolves the guest; it sends nothing while the VM boots; once the restarted guest is up it pings it every %s until a reply, its entry sampled every %s", streamEvery, watchEvery)
-	if r.e, r.err = expectRecovery(ctx, gw, r.tl); r.err != nil {
+	if r.e, r.err = expectRecovery(ctx, gw, wait, r.tl); r.err != nil {
 		return r
 	}
 	for _, how := range platform.Restarts {
@@ -188,12 +190,12 @@ type restartsRun struct {
 
 // restartBeside starts restartAll in the background; stop ends it early
 // (the container ended first).
-func restartBeside(ctx context.Context, k platform.KubeVMs, gw platform.Gateway, p platform.Platform, v *vm, nic string) (b *restartsRun, stop func()) {
+func restartBeside(ctx context.Context, k platform.KubeVMs, gw platform.Gateway, p platform.Platform, v *vm, nic string, wait time.Duration) (b *restartsRun, stop func()) {
 	bg, cancel := context.WithCancel(framework.Aside(context.WithoutCancel(ctx)))
 	b = &restartsRun{done: make(chan struct{})}
 	go func() {
 		defer close(b.done)
-		b.r = restartAll(bg, k, gw, p, v, nic)
+		b.r = restartAll(bg, k, gw, p, v, nic, wait)
 	}()
 	return b, func() { cancel(); <-b.done }
 }
