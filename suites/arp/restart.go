@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -32,13 +31,14 @@ func restartsTimeout(wait time.Duration) time.Duration {
 // users hit: a MAC that changes with no re-creation, and the gateway's
 // stale entry after it.
 //
-//	VirtualMachine vm-arp07 (kept)
-//	  VMI 1 ──stop, start──▶ VMI 2 ──restart subresource──▶ VMI 3 ──VMI deleted──▶ VMI 4
+//	VirtualMachine vm-arp (kept; re-created by ARP-02 and ARP-04, migrated by ARP-08)
+//	  VMI n ──stop, start──▶ VMI n+1 ──restart subresource──▶ VMI n+2 ──VMI deleted──▶ VMI n+3
 //
 // Each restart's outage is timed as ARP-03 times a re-creation's
 // (timeRecovery): the gateway resolves the guest first, sends nothing
-// while the VM boots, then pings it until it answers. The restarts run
-// beside the container's other specs when those run too (restartsBeside).
+// while the VM boots, then pings it until it answers. It restarts the
+// container's shared guest once ARP-08 is done with it, not a guest of its
+// own: a first boot fewer (issue 34).
 func restartSpec(f *framework.Framework, booted *fleet, p *platform.Platform, gw *platform.Gateway) {
 	// "KubeVirt generates a fresh guest MAC each time the VM object is re-created": and when it is only restarted?
 	It("[ARP-07] gives the VLAN NIC a fresh MAC on every restart of the same VirtualMachine, and the gateway holds the old one until its entry ages out", labels.Claim("ARP-07"), SpecTimeout(restartsTimeout(f.Config().GatewayWait)), func(ctx SpecContext) {
@@ -46,18 +46,10 @@ func restartSpec(f *framework.Framework, booted *fleet, p *platform.Platform, gw
 		if !ok {
 			Skip((*p).Name() + " has no VirtualMachine objects to restart: ARP-07 is about KubeVirt's restarts, which keep the object")
 		}
-		var r restarts
-		if booted.restarts != nil {
-			r = booted.restarts.wait(ctx) // the VM is the background's until then
-		}
-		v, err := booted.take(ctx, "vm-arp07")
+		v, err := booted.take(ctx, "vm-arp")
 		Expect(err).NotTo(HaveOccurred())
 		nic := f.Subject().VLANNIC()
-		if booted.restarts != nil {
-			f.Note("%s was restarted in the background from the container's set-up on, beside the other specs' re-creations: its own VM, address and gateway entry", v.Name())
-		} else {
-			r = restartAll(ctx, k, *gw, *p, v, nic, f.Config().GatewayWait)
-		}
+		r := restartAll(ctx, k, *gw, *p, v, nic, f.Config().GatewayWait)
 
 		for i, run := range r.runs {
 			rc, how := run.rc, run.how
@@ -169,43 +161,4 @@ func restartOnce(ctx context.Context, k platform.KubeVMs, gw platform.Gateway, p
 	}
 	run.rec, err = timeRecovery(ctx, gw, v.addr, limit)
 	return run, err
-}
-
-// restartsBeside tells whether ARP-07 restarts its VM in the background
-// from the container's set-up on: its four boots, one after another, are
-// the container's longest chain, and other specs run beside them.
-func restartsBeside() bool {
-	var others []string
-	for _, g := range guests {
-		others = append(others, slices.DeleteFunc(slices.Clone(g.claims), func(c string) bool { return c == "ARP-07" })...)
-	}
-	return labels.Selected(labels.ARP, labels.Claim("ARP-07")) && labels.SelectsAny(labels.ARP, others...)
-}
-
-// restartsRun is ARP-07's restarts under way in the background.
-type restartsRun struct {
-	done chan struct{}
-	r    restarts
-}
-
-// restartBeside starts restartAll in the background; stop ends it early
-// (the container ended first).
-func restartBeside(ctx context.Context, k platform.KubeVMs, gw platform.Gateway, p platform.Platform, v *vm, nic string, wait time.Duration) (b *restartsRun, stop func()) {
-	bg, cancel := context.WithCancel(framework.Aside(context.WithoutCancel(ctx)))
-	b = &restartsRun{done: make(chan struct{})}
-	go func() {
-		defer close(b.done)
-		b.r = restartAll(bg, k, gw, p, v, nic, wait)
-	}()
-	return b, func() { cancel(); <-b.done }
-}
-
-// wait is the background's restarts, once done.
-func (b *restartsRun) wait(ctx context.Context) restarts {
-	select {
-	case <-b.done:
-		return b.r
-	case <-ctx.Done():
-		return restarts{tl: newTimeline("ARP-07: restarts"), err: fmt.Errorf("waiting for the restarts in the background: %w", context.Cause(ctx))}
-	}
 }
