@@ -139,7 +139,11 @@ var checks = []check{
 	{"cloud-init.log: the real cloud-init ran runcmd", "grep -o 'Cloud-init v\\. [0-9.]*' /var/log/cloud-init.log | sort -u", regexp.MustCompile(`Cloud-init v\. 22\.4`), nil},
 	{"hostname from meta-data's local-hostname", "hostname", regexp.MustCompile(`(?m)^vm-instance-smoke$`), nil},
 	{"write_files wrote the netplan file 0600; netplan rendered it for networkd", "stat -c %a /etc/netplan/60-vlan100.yaml; ls /run/systemd/network/", regexp.MustCompile(`(?s)^600\n.*10-netplan-enp2s0\.network`), nil},
-	{"systemd-networkd manages enp2s0 (configured)", "SYSTEMD_COLORS=0 networkctl list --no-legend", regexp.MustCompile(`enp2s0 +ether +routable +configured`), nil},
+	// cloud-init is done once netplan apply returns, which does not wait
+	// for networkd to finish the link: seen "configuring" a second later
+	// (2 of 11 boots beside another guest). So the check waits for it as
+	// networkd's own wait-online does (its unit is masked, the tool is not).
+	{"systemd-networkd manages enp2s0 (configured)", "/lib/systemd/systemd-networkd-wait-online -i enp2s0 --timeout=30; SYSTEMD_COLORS=0 networkctl list --no-legend", regexp.MustCompile(`enp2s0 +ether +routable +configured`), nil},
 	{"VLAN NIC enp2s0 has the guide's /24", "ip -4 -o addr show dev enp2s0", regexp.MustCompile(`inet 203\.0\.113\.10/24`), nil},
 	{"pod NIC enp1s0 has a DHCP lease", "ip -4 -o addr show dev enp1s0", regexp.MustCompile(`inet 10\.0\.2\.15/24`), nil},
 	{"default route on the pod NIC, only the connected /24 on enp2s0", "ip -4 route show table main",

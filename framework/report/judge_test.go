@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/onsi/ginkgo/v2/reporters"
+	"github.com/onsi/ginkgo/v2/types"
+
 	"github.com/cozystack/vlan-conformance/framework/claims"
 )
 
@@ -208,21 +211,43 @@ func TestARowNamesTheCauseBesideTheStep(t *testing.T) {
 }
 
 // Skips the platform could not observe are counted, per claim and in the
-// report, apart from skips of another cause.
+// report, apart from skips of another cause, by the report entry the
+// skip adds (suites/skip), not by the words of its message: Ginkgo's own
+// JUnit reporter writes the run, ReadJUnit reads it back.
 func TestReportCountsWhatThePlatformCouldNotObserve(t *testing.T) {
-	cases := []TestCase{
-		{Name: "[It] A VM [VLAN-01] reaches the gateway", Status: "passed"},
-		skipped("[It] A VM [VLAN-01] is reached by the gateway", "skipped - the vendor gateway's pings: not observable on this platform"),
-		skipped("[It] A VM [VLAN-02] is tagged", "skipped - capture on the uplink: not observable on this platform"),
-		skipped("[It] A macvlan child [VLAN-03] drops replies", "skipped - no node provisioned for macvlan"),
+	notObservable := []types.ReportEntry{{Name: NotObservableEntry, Value: types.WrapEntryValue("the vendor gateway's pings: not observable on this platform")}}
+	spec := func(container, leaf string, state types.SpecState, msg string, entries []types.ReportEntry) types.SpecReport {
+		r := types.SpecReport{LeafNodeType: types.NodeTypeIt, ContainerHierarchyTexts: []string{container}, LeafNodeText: leaf, State: state, ReportEntries: entries}
+		if msg != "" {
+			r.Failure = types.Failure{Message: msg}
+		}
+		return r
+	}
+	run := types.Report{SuiteDescription: "conformance", SpecReports: types.SpecReports{
+		spec("A VM", "[VLAN-01] reaches the gateway", types.SpecStatePassed, "", nil),
+		spec("A VM", "[VLAN-01] is reached by the gateway", types.SpecStateSkipped, "the vendor gateway's pings: not observable on this platform", notObservable),
+		// Its words say "not observable", but it was not skipped as such.
+		spec("A macvlan child", "[VLAN-03] drops replies", types.SpecStateSkipped, "no node provisioned for macvlan: the replies are not observable on this platform", nil),
+		// A BeforeAll's skip reaches the container's first spec; the next
+		// get Ginkgo's default and take the first one's cause.
+		spec("The stager on the nodes", "[STG-01] stages the 14", types.SpecStateSkipped, "/cni-plugins in the Multus container: not observable on this platform", notObservable),
+		spec("The stager on the nodes", "[STG-02] leaves the others", types.SpecStateSkipped, ginkgoDefaultSkip, nil),
+	}}
+	junit := filepath.Join(t.TempDir(), "junit.xml")
+	if err := reporters.GenerateJUnitReport(run, junit); err != nil {
+		t.Fatal(err)
+	}
+	cases, err := ReadJUnit(junit)
+	if err != nil {
+		t.Fatal(err)
 	}
 	vs := Verdicts(cases, t.TempDir())
 	got := map[string]int{}
 	for _, v := range vs {
 		got[v.Claim.ID] = v.NotObservable
 	}
-	if got["VLAN-01"] != 1 || got["VLAN-02"] != 1 || got["VLAN-03"] != 0 {
-		t.Errorf("not observable per claim: %v", got)
+	if got["VLAN-01"] != 1 || got["VLAN-03"] != 0 || got["STG-01"] != 1 || got["STG-02"] != 1 {
+		t.Errorf("not observable per claim: %v; want VLAN-01 1, VLAN-03 0, STG-01 1, STG-02 1", got)
 	}
 	path := filepath.Join(t.TempDir(), "conformance.md")
 	if err := WriteConformance(path, Environment{}, vs, nil); err != nil {
@@ -232,7 +257,7 @@ func TestReportCountsWhatThePlatformCouldNotObserve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := NotObservableLine + " 2 of 4 specs, skipped as not observable on this platform: VLAN-01 (1), VLAN-02 (1)."; !strings.Contains(string(b), want) {
+	if want := NotObservableLine + " 3 of 5 specs, skipped as not observable on this platform: VLAN-01 (1), STG-01 (1), STG-02 (1)."; !strings.Contains(string(b), want) {
 		t.Errorf("the report lacks %q:\n%s", want, b)
 	}
 }

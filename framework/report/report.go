@@ -34,6 +34,33 @@ type TestCase struct {
 	Skipped *struct {
 		Message string `xml:"message,attr"`
 	} `xml:"skipped"`
+	// Entries are the spec's report entries (Ginkgo's AddReportEntry),
+	// which its JUnit carries as properties: their names mark what a
+	// spec's messages only describe (NotObservableEntry).
+	Entries *struct {
+		Property []struct {
+			Name string `xml:"name,attr"`
+		} `xml:"property"`
+	} `xml:"properties"`
+}
+
+// NotObservableEntry names the report entry a spec adds when it skips
+// because its platform cannot observe what it needs
+// (evidence.ErrNotObservable; suites/skip): the report counts those skips
+// by it, not by the words of their messages.
+const NotObservableEntry = "not observable"
+
+// has tells whether the spec added a report entry of that name.
+func (t TestCase) has(entry string) bool {
+	if t.Entries == nil {
+		return false
+	}
+	for _, p := range t.Entries.Property {
+		if p.Name == entry {
+			return true
+		}
+	}
+	return false
 }
 
 // Failed reports whether the spec failed (an assertion, a panic or a timeout).
@@ -140,9 +167,9 @@ func Verdicts(cases []TestCase, reportDir string) []Verdict {
 				v.Skipped++
 				r := skipReason(tc, reasons)
 				if skip == "" {
-					skip = r
+					skip = r.reason
 				}
-				if strings.Contains(r, evidence.ErrNotObservable.Error()) {
+				if r.notObservable {
 					v.NotObservable++
 				}
 			default:
@@ -190,10 +217,18 @@ func container(name string) string {
 	return name
 }
 
-// containerSkips maps each container to the first skip message a spec of
-// it gave in its own words (the BeforeAll's Skip reaches the first spec).
-func containerSkips(cases []TestCase) map[string]string {
-	out := map[string]string{}
+// skip is why a spec was skipped: the reason in the spec's own words,
+// and whether its platform could not observe what it needs.
+type skip struct {
+	reason        string
+	notObservable bool
+}
+
+// containerSkips maps each container to the first skip a spec of it gave
+// in its own words (the BeforeAll's Skip, and its report entries, reach
+// the first spec only).
+func containerSkips(cases []TestCase) map[string]skip {
+	out := map[string]skip{}
 	for _, tc := range cases {
 		if tc.Skipped == nil {
 			continue
@@ -203,19 +238,19 @@ func containerSkips(cases []TestCase) map[string]string {
 			continue
 		}
 		if _, ok := out[container(tc.Name)]; !ok {
-			out[container(tc.Name)] = m
+			out[container(tc.Name)] = skip{m, tc.has(NotObservableEntry)}
 		}
 	}
 	return out
 }
 
-// skipReason is a skipped spec's reason in the spec's own words: its
-// message, or, where Ginkgo gave its default, its container's.
-func skipReason(tc TestCase, reasons map[string]string) string {
+// skipReason is why a skipped spec was skipped: its own message, or,
+// where Ginkgo gave its default, its container's.
+func skipReason(tc TestCase, reasons map[string]skip) skip {
 	if tc.Skipped != nil {
 		m := strings.TrimPrefix(firstLine(tc.Skipped.Message), "skipped - ")
 		if m != "" && m != "skipped" && !strings.Contains(m, ginkgoDefaultSkip) {
-			return m
+			return skip{m, tc.has(NotObservableEntry)}
 		}
 	}
 	if r, ok := reasons[container(tc.Name)]; ok {
@@ -223,9 +258,9 @@ func skipReason(tc TestCase, reasons map[string]string) string {
 	}
 	if tc.Skipped != nil && strings.TrimSpace(tc.Skipped.Message) == "skipped" {
 		// Ginkgo's bare skip: the spec was not run at all.
-		return "not run: left out by the label filter, or skipped by an interrupt or the suite's deadline (the suite's log says which)"
+		return skip{reason: "not run: left out by the label filter, or skipped by an interrupt or the suite's deadline (the suite's log says which)"}
 	}
-	return "skipped in its container's setup; the suite's log has the reason"
+	return skip{reason: "skipped in its container's setup; the suite's log has the reason"}
 }
 
 // Environment describes where a run happened.

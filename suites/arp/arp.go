@@ -65,13 +65,16 @@ const (
 
 // Specs registers the ARP specs with the run.
 func Specs(r *run.Run) {
-	// The container runs first, whatever the seed's order of the others
-	// (framework.LongestChain): its
+	// The container runs first of those that boot guests, whatever the
+	// seed's order of the others (framework.LongestChain): its
 	// re-creations come one after another, the lane's longest chain, and
 	// the other containers' guests boot beside it (framework.Prestart)
 	// instead of leaving a core idle through it at the end.
 	Describe("Re-creating a VM on VLAN 100", labels.ARP, Ordered, ContinueOnFailure, framework.LongestChain, func() {
 		f := framework.New(r, "arp")
+		// How long a gateway without declared timers is given to recover
+		// (--gateway-wait): ARP-03's and ARP-07's bound and their timeouts.
+		wait := r.Config().GatewayWait
 		// Every guest boots ahead from the cluster's set-up (vm.go).
 		booted := prestartFleet(f)
 		var (
@@ -89,7 +92,7 @@ func Specs(r *run.Run) {
 			booted.start(ctx, p)
 			if v05, ok := booted.vms["vm-arp05"]; ok && pinnedBeside() {
 				var stop func()
-				booted.pinned, stop = recreatePinnedBeside(ctx, gw, p, v05)
+				booted.pinned, stop = recreatePinnedBeside(ctx, gw, p, v05, booted.bootLate)
 				DeferCleanup(stop)
 			}
 		})
@@ -149,12 +152,12 @@ func Specs(r *run.Run) {
 
 		// CLAIMS.md: "It recovers by itself once the gateway's entry ages out; the suite measures the time
 		// and holds it against the bound that the gateway's neighbour timers imply."
-		It("[ARP-03] recovers by itself within the bound the gateway's declared timers imply, ending with the new MAC", labels.Claim("ARP-03"), SpecTimeout(r.Config().GatewayWait+2*time.Minute), func(ctx SpecContext) {
+		It("[ARP-03] recovers by itself within the bound the gateway's declared timers imply, ending with the new MAC", labels.Claim("ARP-03"), SpecTimeout(wait+2*time.Minute), func(ctx SpecContext) {
 			v, err := booted.take(ctx, "vm-arp")
 			Expect(err).NotTo(HaveOccurred())
 
 			tl := newTimeline("ARP-03: recovery without help after re-creating " + v.Name())
-			e, err := expectRecovery(ctx, gw, r.Config().GatewayWait, tl)
+			e, err := expectRecovery(ctx, gw, wait, tl)
 			Expect(err).NotTo(HaveOccurred())
 
 			// The gateway is kept quiet while the VM is re-created: a boot
@@ -436,7 +439,7 @@ func Specs(r *run.Run) {
 				p.Config().VLAN, mac, moves, strings.Join(ports, " and "), watched.Name(), a.Name(), b.Name()))
 		})
 
-		restartSpec(f, booted, &p, &gw)
+		restartSpec(f, booted, &p, &gw, wait)
 	})
 }
 

@@ -70,18 +70,24 @@ type beside struct {
 	done chan struct{}
 	run  pinnedRun
 	err  error
+	then func() // stops what began once the re-creation was done
 }
 
-// recreatePinnedBeside starts recreatePinned in the background; stop
-// ends it early (the container ended first).
-func recreatePinnedBeside(ctx context.Context, gw platform.Gateway, p platform.Platform, v *vm) (b *beside, stop func()) {
+// recreatePinnedBeside starts recreatePinned in the background and, once
+// it is done, then (ARP-06's second guest with the same MAC, which, up
+// any sooner, would collide with the guest whose re-creation ARP-05
+// times); stop ends both early (the container ended first).
+func recreatePinnedBeside(ctx context.Context, gw platform.Gateway, p platform.Platform, v *vm, then func(context.Context) (stop func())) (b *beside, stop func()) {
 	bg, cancel := context.WithCancel(framework.Aside(context.WithoutCancel(ctx)))
-	b = &beside{done: make(chan struct{})}
+	b = &beside{done: make(chan struct{}), then: func() {}}
 	go func() {
 		defer close(b.done)
 		b.run, b.err = recreatePinned(bg, gw, p, v, "ARP-05, beside ARP-02's re-creation")
+		if b.err == nil && bg.Err() == nil {
+			b.then = then(bg)
+		}
 	}()
-	return b, func() { cancel(); <-b.done }
+	return b, func() { cancel(); <-b.done; b.then() }
 }
 
 // wait is the background run's outcome.

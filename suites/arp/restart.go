@@ -39,9 +39,9 @@ func restartsTimeout(wait time.Duration) time.Duration {
 // while the VM boots, then pings it until it answers. It restarts the
 // container's shared guest once ARP-08 is done with it, not a guest of its
 // own: a first boot fewer (issue 34).
-func restartSpec(f *framework.Framework, booted *fleet, p *platform.Platform, gw *platform.Gateway) {
+func restartSpec(f *framework.Framework, booted *fleet, p *platform.Platform, gw *platform.Gateway, wait time.Duration) {
 	// "KubeVirt generates a fresh guest MAC each time the VM object is re-created": and when it is only restarted?
-	It("[ARP-07] gives the VLAN NIC a fresh MAC on every restart of the same VirtualMachine, and the gateway holds the old one until its entry ages out", labels.Claim("ARP-07"), SpecTimeout(restartsTimeout(f.Config().GatewayWait)), func(ctx SpecContext) {
+	It("[ARP-07] gives the VLAN NIC a fresh MAC on every restart of the same VirtualMachine, and the gateway holds the old one until its entry ages out", labels.Claim("ARP-07"), SpecTimeout(restartsTimeout(wait)), func(ctx SpecContext) {
 		k, ok := platform.As[platform.KubeVMs](*p)
 		if !ok {
 			Skip((*p).Name() + " has no VirtualMachine objects to restart: ARP-07 is about KubeVirt's restarts, which keep the object")
@@ -49,7 +49,7 @@ func restartSpec(f *framework.Framework, booted *fleet, p *platform.Platform, gw
 		v, err := booted.take(ctx, "vm-arp")
 		Expect(err).NotTo(HaveOccurred())
 		nic := f.Subject().VLANNIC()
-		r := restartAll(ctx, k, *gw, *p, v, nic, f.Config().GatewayWait)
+		r := restartAll(ctx, k, *gw, *p, v, nic, wait)
 
 		for i, run := range r.runs {
 			rc, how := run.rc, run.how

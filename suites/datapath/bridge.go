@@ -266,7 +266,7 @@ func bridgeSpecs(r *run.Run) {
 				}
 			}
 			if vlanMTU == 0 {
-				Skip("no link of the VLAN's path is observable here: its MTU cannot be read (" + evidence.ErrNotObservable.Error() + ")")
+				skip.NotObservable("no link of the VLAN's path is observable here: its MTU cannot be read (" + evidence.ErrNotObservable.Error() + ")")
 			}
 
 			By("a guest whose attachment MTU matches the VLAN's")

@@ -10,14 +10,23 @@ import (
 
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/platform"
+	"github.com/cozystack/vlan-conformance/framework/report"
 )
 
 // IfNotObservable skips the spec when err says the platform cannot observe
 // what it was asked for.
 func IfNotObservable(err error) {
 	if errors.Is(err, evidence.ErrNotObservable) {
-		Skip(err.Error())
+		NotObservable(err.Error())
 	}
+}
+
+// NotObservable skips the spec for the reason given: what it needs, its
+// platform cannot observe. The spec carries the report entry the report
+// counts those skips by (report.NotObservableEntry), whatever the words.
+func NotObservable(reason string) {
+	AddReportEntry(report.NotObservableEntry, reason)
+	Skip(reason)
 }
 
 // IfPods skips a claim about VMs (KubeVirt's bridge binding, VM
