@@ -70,13 +70,13 @@ func Specs(r *run.Run) {
 	// re-creations come one after another, the lane's longest chain, and
 	// the other containers' guests boot beside it (framework.Prestart)
 	// instead of leaving a core idle through it at the end.
+	f := framework.New(r, "arp")
+	// How long a gateway without declared timers is given to recover
+	// (--gateway-wait): ARP-03's and ARP-07's bound and their timeouts.
+	wait := r.Config().GatewayWait
+	// Every guest boots ahead from the cluster's set-up (vm.go).
+	booted := prestartFleet(f)
 	Describe("Re-creating a VM on VLAN 100", labels.ARP, Ordered, ContinueOnFailure, framework.LongestChain, func() {
-		f := framework.New(r, "arp")
-		// How long a gateway without declared timers is given to recover
-		// (--gateway-wait): ARP-03's and ARP-07's bound and their timeouts.
-		wait := r.Config().GatewayWait
-		// Every guest boots ahead from the cluster's set-up (vm.go).
-		booted := prestartFleet(f)
 		var (
 			p  platform.Platform
 			gw platform.Gateway
@@ -90,6 +90,10 @@ func Specs(r *run.Run) {
 			gw = p.Gateway()
 			Expect(f.ApplyNAD(ctx, nad, "vlan100-bridge")).To(Succeed())
 			booted.start(ctx, p)
+			// Registered after the guests were taken, so it runs before
+			// their deletion: the container's end hands vm-arp on to
+			// ARP-07's restarts (restart.go).
+			DeferCleanup(func(ctx SpecContext) { booted.handOnRestarts(ctx, p, gw, f.Subject().VLANNIC(), wait) })
 			if v05, ok := booted.vms["vm-arp05"]; ok && pinnedBeside() {
 				var stop func()
 				booted.pinned, stop = recreatePinnedBeside(ctx, gw, p, v05, booted.bootLate)
@@ -439,8 +443,8 @@ func Specs(r *run.Run) {
 				p.Config().VLAN, mac, moves, strings.Join(ports, " and "), watched.Name(), a.Name(), b.Name()))
 		})
 
-		restartSpec(f, booted, &p, &gw, wait)
 	})
+	restartSpecs(f, booted, wait)
 }
 
 func boundNote(bounded bool, declared evidence.NeighProfile) string {

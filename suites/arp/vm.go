@@ -12,6 +12,7 @@ import (
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/types"
 
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/platform"
@@ -88,6 +89,9 @@ type fleet struct {
 	vms    map[string]*vm
 	failed map[string]error // why a taken guest did not start
 	pinned *beside
+	// ARP-07's restarts of vm-arp, handed on as the container ended
+	// (handOnRestarts); nil when the container did not hand it on.
+	restarts *framework.HandedOn[restarts]
 }
 
 // recreating are the claims whose specs re-create vm-arp.
@@ -173,6 +177,23 @@ func (fl *fleet) bootLate(ctx context.Context) (stop func()) {
 			s()
 		}
 	}
+}
+
+// handOnRestarts hands vm-arp on to ARP-07's restarts as the container
+// ends (framework.HandOn): they run in the background, beside the
+// containers after this one, for ARP-07's spec to wait for. Only when the
+// run selects ARP-07, the platform has VirtualMachines to restart and
+// vm-arp is up, and not when the run is being interrupted.
+func (fl *fleet) handOnRestarts(ctx context.Context, p platform.Platform, gw platform.Gateway, nic string, wait time.Duration) {
+	k, kube := platform.As[platform.KubeVMs](p)
+	v, ok := fl.vms["vm-arp"]
+	if !kube || !ok || v.Guest == nil || !labels.Selected(labels.ARP, labels.Claim("ARP-07")) ||
+		CurrentSpecReport().State.Is(types.SpecStateInterrupted|types.SpecStateAborted) {
+		return
+	}
+	fl.restarts = framework.HandOn(ctx, func(ctx context.Context) restarts {
+		return restartAll(ctx, k, gw, p, v, nic, wait)
+	}, v.VM)
 }
 
 // take is the VM of that name, up: taken by the container's set-up, or

@@ -116,6 +116,20 @@ type VM struct {
 	Addr netip.Prefix
 	p    platform.Platform
 	name string
+	// handedOn: work that outlives the spec or container that started the
+	// VM has it now (HandOn), and deletes it when it ends.
+	handedOn bool
+}
+
+// deleteAtTheEnd deletes whatever incarnation of v is current when the
+// spec (or container, from a BeforeAll) ends, unless it was handed on by
+// then. Registered on the spec's goroutine, as Ginkgo needs.
+func deleteAtTheEnd(v *VM) {
+	DeferCleanup(func(ctx SpecContext) {
+		if !v.handedOn && v.Guest != nil {
+			Expect(v.p.DeleteVM(ctx, v.Guest)).To(Succeed(), "deleting %s", v.Guest.Name())
+		}
+	})
 }
 
 // Name is the VM's name, also once a failed re-creation left no guest
@@ -164,11 +178,7 @@ func (f *Framework) StartVMs(ctx context.Context, specs ...platform.VMSpec) ([]*
 			vms[i] = nil
 			continue
 		}
-		DeferCleanup(func(ctx SpecContext) {
-			if v.Guest != nil {
-				Expect(v.p.DeleteVM(ctx, v.Guest)).To(Succeed(), "deleting %s", v.Guest.Name())
-			}
-		})
+		deleteAtTheEnd(v)
 	}
 	return vms, err
 }
@@ -191,7 +201,7 @@ func (f *Framework) address(p platform.Platform, specs []platform.VMSpec) ([]*VM
 // boot starts each spec's guest into its VM, at most at of them at a
 // time, each in a slot hold gives; a VM whose guest did not start keeps a
 // nil Guest, and the error names it.
-func boot(ctx context.Context, p platform.Platform, specs []platform.VMSpec, vms []*VM, at int, hold func(context.Context, platform.Platform) (func(), error)) error {
+func boot(ctx context.Context, p platform.Platform, specs []platform.VMSpec, vms []*VM, at int, hold func(context.Context, platform.Platform) (context.Context, func(), error)) error {
 	errs := make([]error, len(specs))
 	var wg sync.WaitGroup
 	mine := make(chan struct{}, max(at, 1))
@@ -200,7 +210,7 @@ func boot(ctx context.Context, p platform.Platform, specs []platform.VMSpec, vms
 		wg.Add(1)
 		go func() {
 			defer func() { <-mine; wg.Done() }()
-			release, err := hold(ctx, p)
+			ctx, release, err := hold(ctx, p)
 			if err != nil {
 				errs[i] = fmt.Errorf("starting %s: %w", specs[i].Name, err)
 				return
@@ -302,7 +312,7 @@ func (v *VM) Restart(ctx context.Context, how platform.Restart) error {
 	if !ok {
 		return fmt.Errorf("restarting %s: %w (%s has no VirtualMachine objects)", name, evidence.ErrNotObservable, v.p.Name())
 	}
-	release, err := holdSlot(ctx, v.p)
+	ctx, release, err := holdSlot(ctx, v.p)
 	if err != nil {
 		return fmt.Errorf("restarting %s: %w", name, err)
 	}
@@ -338,7 +348,7 @@ func (v *VM) Drain(ctx context.Context) (platform.Drain, error) {
 // user deleting and re-applying the VM object does.
 func (v *VM) Recreate(ctx context.Context) error {
 	name := v.Name()
-	release, err := holdSlot(ctx, v.p)
+	ctx, release, err := holdSlot(ctx, v.p)
 	if err != nil {
 		return fmt.Errorf("re-creating %s: %w", name, err)
 	}

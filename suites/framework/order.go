@@ -13,6 +13,9 @@ import . "github.com/onsi/ginkgo/v2"
 //     come one after another, the lane's longest chain; the other
 //     containers' guests boot ahead beside it.
 //  3. The rest, in the seed's order, each taking guests booted ahead.
+//  4. Last: a container whose spec waits for work an earlier one handed
+//     on (HandOn), which runs beside the rest: ARP-07's restarts of the
+//     ARP container's guest.
 //
 // The containers that roll Multus out (Disrupts) are among the rest: run
 // first, beside the ARP container's three first boots under TCG, STG-09's
@@ -24,4 +27,5 @@ import . "github.com/onsi/ginkgo/v2"
 var (
 	BootsNoGuest = SpecPriority(2)
 	LongestChain = SpecPriority(1)
+	Last         = SpecPriority(-1)
 )

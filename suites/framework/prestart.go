@@ -9,7 +9,6 @@ import (
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/suites/labels"
@@ -140,31 +139,25 @@ func StartPrestarts(ctx context.Context, p platform.Platform) {
 			wg.Add(1)
 			go func() {
 				defer func() { <-running; wg.Done() }()
-				vm, err := ps.boot(bg, p, true)
-				ps.mu.Lock()
-				ps.vm, ps.err = vm, err
-				if ps.state == booting {
-					ps.state = ready
-				}
-				ps.mu.Unlock()
-				close(ps.done)
+				ps.finish(ps.boot(bg, p, true))
 			}()
 		}
 	}()
 }
 
 // StopPrestarts stops the background's boots and deletes every VM it
-// booted that no spec took.
+// booted that no spec took, and stops the work handed on (HandOn) that no
+// spec waited for.
 func StopPrestarts(ctx context.Context) error {
+	errs := []error{stopHandedOn()}
 	prestarts.Lock()
 	cancel, done, all := prestarts.cancel, prestarts.done, prestarts.all
 	prestarts.Unlock()
 	if cancel == nil {
-		return nil
+		return errors.Join(errs...)
 	}
 	cancel()
 	<-done
-	var errs []error
 	for _, ps := range all {
 		ps.mu.Lock()
 		left := ps.state == ready && ps.vm != nil && ps.vm.Guest != nil
@@ -248,16 +241,7 @@ func (ps *Prestarted) BootAside(ctx context.Context) (stop func()) {
 	ps.state, ps.began = booting, true
 	ps.mu.Unlock()
 	bg, cancel := context.WithCancel(Aside(context.WithoutCancel(ctx)))
-	go func() {
-		vm, err := ps.boot(bg, p, false)
-		ps.mu.Lock()
-		ps.vm, ps.err = vm, err
-		if ps.state == booting {
-			ps.state = ready
-		}
-		ps.mu.Unlock()
-		close(ps.done)
-	}()
+	go func() { ps.finish(ps.boot(bg, p, false)) }()
 	return func() { cancel(); <-ps.done }
 }
 
@@ -346,17 +330,25 @@ func TakeAll(ctx context.Context, all ...*Prestarted) ([]*VM, error) {
 	wg.Wait()
 	for i, vm := range vms {
 		if vm != nil && vm.Guest != nil {
-			DeferCleanup(func(ctx SpecContext) {
-				if vm.Guest != nil {
-					Expect(vm.p.DeleteVM(ctx, vm.Guest)).To(Succeed(), "deleting %s", vm.Guest.Name())
-				}
-			})
+			deleteAtTheEnd(vm)
 		}
 		if errs[i] != nil || vm == nil || vm.Guest == nil {
 			vms[i] = nil
 		}
 	}
 	return vms, errors.Join(errs...)
+}
+
+// finish records how a boot that did not hand the VM to its spec ended:
+// ready for the spec to take, unless the spec took it meanwhile.
+func (ps *Prestarted) finish(vm *VM, err error) {
+	ps.mu.Lock()
+	ps.vm, ps.err = vm, err
+	if ps.state == booting {
+		ps.state = ready
+	}
+	ps.mu.Unlock()
+	close(ps.done)
 }
 
 // move changes the state from one to another, if it is still the first.
@@ -387,7 +379,7 @@ func (ps *Prestarted) boot(ctx context.Context, p platform.Platform, background 
 	if background {
 		var settle func()
 		ctx = platform.WithBootTrace(ctx, &platform.BootTrace{Attached: func() { settle() }})
-		hold = func(ctx context.Context, p platform.Platform) (func(), error) {
+		hold = func(ctx context.Context, p platform.Platform) (context.Context, func(), error) {
 			// The wait for a slot ends early when the spec takes the VM
 			// (TakeAll): the boot itself runs under ctx.
 			wait, abandon := context.WithCancel(ctx)
@@ -406,14 +398,14 @@ func (ps *Prestarted) boot(ctx context.Context, p platform.Platform, background 
 				if err == nil {
 					release()
 				}
-				return nil, errPromoted
+				return ctx, nil, errPromoted
 			}
 			if err != nil {
-				return nil, err
+				return ctx, nil, err
 			}
 			settle = s
 			ps.began = true
-			return release, nil
+			return ctx, release, nil
 		}
 	}
 	return vm, boot(ctx, p, []platform.VMSpec{spec}, []*VM{vm}, 1, hold)

@@ -214,21 +214,35 @@ func bootSlots(p platform.Platform) *slotPool {
 }
 
 // holdSlot waits for a boot slot for a spec's own boot, or for its side
-// work's (Aside).
-func holdSlot(ctx context.Context, p platform.Platform) (release func(), err error) {
+// work's (Aside). Work that outlives its container (HandOn) also waits,
+// as the background does, for no container to disturb what a VM's start
+// needs (Disrupts), and holds the containers that would off until its
+// guest is attached: the ctx returned tells the platform when that is.
+func holdSlot(ctx context.Context, p platform.Platform) (context.Context, func(), error) {
 	k := own
 	if aside, _ := ctx.Value(asideKey{}).(bool); aside {
 		k = side
 	}
-	return bootSlots(p).hold(ctx, k)
+	if on, _ := ctx.Value(handedOnKey{}).(bool); !on {
+		release, err := bootSlots(p).hold(ctx, k)
+		return ctx, release, err
+	}
+	settle := holdSteady(nil)
+	release, err := bootSlots(p).hold(ctx, k)
+	if err != nil {
+		settle()
+		return ctx, nil, err
+	}
+	ctx = platform.WithBootTrace(ctx, &platform.BootTrace{Attached: settle})
+	return ctx, func() { settle(); release() }, nil
 }
 
 type asideKey struct{}
 
 // Aside marks the boots under ctx as a spec's side work, run beside its
-// own (ARP-05's re-creation beside ARP-02's, ARP-07's restarts beside
-// both): each takes its slot behind every spec's own boot and ahead of
-// the background's, which boot VMs no spec awaits yet.
+// own (ARP-05's re-creation beside ARP-02's, ARP-06's second guest beside
+// the chain): each takes its slot behind every spec's own boot and ahead
+// of the background's, which boot VMs no spec awaits yet.
 func Aside(ctx context.Context) context.Context {
 	return context.WithValue(ctx, asideKey{}, true)
 }
@@ -241,13 +255,25 @@ func Aside(ctx context.Context) context.Context {
 // release does too, and gives the slot back. Steady is taken before the
 // slot, so that a slot is never held waiting for a disruption to end.
 func holdBackgroundSlot(ctx context.Context, p platform.Platform, on []platform.Node) (release, settle func(), err error) {
+	settle = holdSteady(on)
+	r, err := bootSlots(p).hold(ctx, ahead)
+	if err != nil {
+		settle()
+		return nil, nil, err
+	}
+	return func() { settle(); r() }, settle, nil
+}
+
+// holdSteady waits for no container to be disrupting every node or one of
+// on (none: a VM placed anywhere), and holds them off until settle.
+func holdSteady(on []platform.Node) (settle func()) {
 	locks := nodeLocks(on, false)
 	steady.all.RLock()
 	for _, l := range locks {
 		l.RLock()
 	}
 	var once sync.Once
-	settle = func() {
+	return func() {
 		once.Do(func() {
 			for _, l := range locks {
 				l.RUnlock()
@@ -255,10 +281,4 @@ func holdBackgroundSlot(ctx context.Context, p platform.Platform, on []platform.
 			steady.all.RUnlock()
 		})
 	}
-	r, err := bootSlots(p).hold(ctx, ahead)
-	if err != nil {
-		settle()
-		return nil, nil, err
-	}
-	return func() { settle(); r() }, settle, nil
 }
