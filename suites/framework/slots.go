@@ -227,14 +227,11 @@ func holdSlot(ctx context.Context, p platform.Platform) (context.Context, func()
 		release, err := bootSlots(p).hold(ctx, k)
 		return ctx, release, err
 	}
-	settle := holdSteady(nil)
-	release, err := bootSlots(p).hold(ctx, k)
+	release, settle, err := holdSteadySlot(ctx, p, nil, k)
 	if err != nil {
-		settle()
 		return ctx, nil, err
 	}
-	ctx = platform.WithBootTrace(ctx, &platform.BootTrace{Attached: settle})
-	return ctx, func() { settle(); release() }, nil
+	return platform.WithBootTrace(ctx, &platform.BootTrace{Attached: settle}), release, nil
 }
 
 type asideKey struct{}
@@ -255,25 +252,21 @@ func Aside(ctx context.Context) context.Context {
 // release does too, and gives the slot back. Steady is taken before the
 // slot, so that a slot is never held waiting for a disruption to end.
 func holdBackgroundSlot(ctx context.Context, p platform.Platform, on []platform.Node) (release, settle func(), err error) {
-	settle = holdSteady(on)
-	r, err := bootSlots(p).hold(ctx, ahead)
-	if err != nil {
-		settle()
-		return nil, nil, err
-	}
-	return func() { settle(); r() }, settle, nil
+	return holdSteadySlot(ctx, p, on, ahead)
 }
 
-// holdSteady waits for no container to be disrupting every node or one of
-// on (none: a VM placed anywhere), and holds them off until settle.
-func holdSteady(on []platform.Node) (settle func()) {
+// holdSteadySlot waits for no container to be disrupting every node or
+// one of on (none: a VM placed anywhere), then for a slot of kind k;
+// settle lets the disrupting containers go, release does too and gives
+// the slot back.
+func holdSteadySlot(ctx context.Context, p platform.Platform, on []platform.Node, k bootKind) (release, settle func(), err error) {
 	locks := nodeLocks(on, false)
 	steady.all.RLock()
 	for _, l := range locks {
 		l.RLock()
 	}
 	var once sync.Once
-	return func() {
+	settle = func() {
 		once.Do(func() {
 			for _, l := range locks {
 				l.RUnlock()
@@ -281,4 +274,10 @@ func holdSteady(on []platform.Node) (settle func()) {
 			steady.all.RUnlock()
 		})
 	}
+	r, err := bootSlots(p).hold(ctx, k)
+	if err != nil {
+		settle()
+		return nil, nil, err
+	}
+	return func() { settle(); r() }, settle, nil
 }
