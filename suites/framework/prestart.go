@@ -137,9 +137,13 @@ func StartPrestarts(ctx context.Context, p platform.Platform) {
 				continue
 			}
 			wg.Add(1)
+			// A boot leaves the background's count once its guest is logged
+			// in, as it leaves its slot (holdSlot): the next one's start
+			// overlaps the end of its boot.
+			leave := sync.OnceFunc(func() { <-running })
 			go func() {
-				defer func() { <-running; wg.Done() }()
-				ps.finish(ps.boot(bg, p, true))
+				defer func() { leave(); wg.Done() }()
+				ps.finish(ps.boot(platform.WithBootTrace(bg, &platform.BootTrace{LoggedIn: leave}), p, true))
 			}()
 		}
 	}()
@@ -377,8 +381,8 @@ func (ps *Prestarted) boot(ctx context.Context, p platform.Platform, background 
 	vm := &VM{Addr: ps.addr, p: p, name: ps.name}
 	hold := holdSlot
 	if background {
-		var settle func()
-		ctx = platform.WithBootTrace(ctx, &platform.BootTrace{Attached: func() { settle() }})
+		var settle, free func()
+		ctx = platform.WithBootTrace(ctx, &platform.BootTrace{Attached: func() { settle() }, LoggedIn: func() { free() }})
 		hold = func(ctx context.Context, p platform.Platform) (context.Context, func(), error) {
 			// The wait for a slot ends early when the spec takes the VM
 			// (TakeAll): the boot itself runs under ctx.
@@ -403,7 +407,7 @@ func (ps *Prestarted) boot(ctx context.Context, p platform.Platform, background 
 			if err != nil {
 				return ctx, nil, err
 			}
-			settle = s
+			settle, free = s, release
 			ps.began = true
 			return ctx, release, nil
 		}
