@@ -92,12 +92,24 @@ func Specs(r *run.Run) {
 			booted.start(ctx, p)
 			// Registered after the guests were taken, so it runs before
 			// their deletion: the container's end hands vm-arp on to
-			// ARP-07's restarts (restart.go).
+			// ARP-07's restarts (restart.go) if no spec after vm-arp's
+			// last did (BeforeEach below).
 			DeferCleanup(func(ctx SpecContext) { booted.handOnRestarts(ctx, p, gw, f.Subject().VLANNIC(), wait) })
 			if v05, ok := booted.vms["vm-arp05"]; ok && pinnedBeside() {
 				var stop func()
 				booted.pinned, stop = recreatePinnedBeside(ctx, gw, p, v05, booted.bootLate)
 				DeferCleanup(stop)
+			}
+		})
+
+		// The specs that take vm-arp come first; once they are done (ARP-08's
+		// drain), the next spec hands it on to ARP-07's restarts as it
+		// starts, not the container's end: ARP-05's and ARP-06's take other
+		// guests, and ARP-06 waits for its second one's boot (measured:
+		// 48-116 s with vm-arp idle and the restarts not begun).
+		BeforeEach(func(ctx SpecContext) {
+			if !booted.takes("vm-arp", f.Claim()) {
+				booted.handOnRestarts(ctx, p, gw, f.Subject().VLANNIC(), wait)
 			}
 		})
 

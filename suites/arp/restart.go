@@ -38,8 +38,9 @@ func restartsTimeout(wait time.Duration) time.Duration {
 // (timeRecovery): the gateway resolves the guest first, sends nothing
 // while the VM boots, then pings it until it answers. It restarts the ARP
 // container's shared guest, not a guest of its own (a first boot fewer),
-// and in the background from that container's end on
-// (fleet.handOnRestarts), beside the containers after it, which take
+// and in the background from that container's last spec of it on
+// (fleet.handOnRestarts), beside its last specs and the containers after
+// it, which take
 // guests booted ahead and boot none: its three boots were the last of the
 // container's chain, and those containers' minutes came after them (issue
 // 34). Its spec runs last (framework.Last) and waits for them. Run without

@@ -179,15 +179,26 @@ func (fl *fleet) bootLate(ctx context.Context) (stop func()) {
 	}
 }
 
-// handOnRestarts hands vm-arp on to ARP-07's restarts as the container
-// ends (framework.HandOn): they run in the background, beside the
-// containers after this one, for ARP-07's spec to wait for. Only when the
-// run selects ARP-07, the platform has VirtualMachines to restart and
-// vm-arp is up, and not when the run is being interrupted.
+// takes tells whether the spec of claim takes the guest of that name.
+func (fl *fleet) takes(name, claim string) bool {
+	for _, g := range guests {
+		if g.name == name {
+			return slices.Contains(g.claims, claim)
+		}
+	}
+	return false
+}
+
+// handOnRestarts hands vm-arp on to ARP-07's restarts once the container
+// is done with it (framework.HandOn): they run in the background, beside
+// the container's last specs and the containers after it, for ARP-07's
+// spec to wait for. Only once, only when the run selects ARP-07, the
+// platform has VirtualMachines to restart and vm-arp is up, and not when
+// the run is being interrupted.
 func (fl *fleet) handOnRestarts(ctx context.Context, p platform.Platform, gw platform.Gateway, nic string, wait time.Duration) {
 	k, kube := platform.As[platform.KubeVMs](p)
 	v, ok := fl.vms["vm-arp"]
-	if !kube || !ok || v.Guest == nil || !labels.Selected(labels.ARP, labels.Claim("ARP-07")) ||
+	if fl.restarts != nil || !kube || !ok || v.Guest == nil || !labels.Selected(labels.ARP, labels.Claim("ARP-07")) ||
 		CurrentSpecReport().State.Is(types.SpecStateInterrupted|types.SpecStateAborted) {
 		return
 	}

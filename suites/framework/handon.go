@@ -38,9 +38,9 @@ var handedOn struct {
 // a VM's start needs (Disrupts), and hold such a container off until the
 // guest is attached. The VMs it takes over are its from then on: the end
 // of the spec or container that started them leaves them, and they are
-// deleted once work returns. Call it on the spec's goroutine before that
-// end (from a DeferCleanup registered after the VMs were taken: cleanups
-// run last registered first). The run's end stops it (StopPrestarts) if no
+// deleted once work returns. Call it on a spec's goroutine before that
+// end (a later spec's BeforeEach, or a DeferCleanup registered after the
+// VMs were taken: cleanups run last registered first). The run's end stops it (StopPrestarts) if no
 // spec waited for it.
 func HandOn[T any](ctx context.Context, work func(context.Context) T, vms ...*VM) *HandedOn[T] {
 	for _, v := range vms {
