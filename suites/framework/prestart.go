@@ -137,13 +137,9 @@ func StartPrestarts(ctx context.Context, p platform.Platform) {
 				continue
 			}
 			wg.Add(1)
-			// A boot leaves the background's count once its guest is logged
-			// in, as it leaves its slot (holdSlot): the next one's start
-			// overlaps the end of its boot.
-			leave := sync.OnceFunc(func() { <-running })
 			go func() {
-				defer func() { leave(); wg.Done() }()
-				ps.finish(ps.boot(platform.WithBootTrace(bg, &platform.BootTrace{LoggedIn: leave}), p, true))
+				defer func() { <-running; wg.Done() }()
+				ps.finish(ps.boot(bg, p, true))
 			}()
 		}
 	}()
@@ -381,8 +377,8 @@ func (ps *Prestarted) boot(ctx context.Context, p platform.Platform, background 
 	vm := &VM{Addr: ps.addr, p: p, name: ps.name}
 	hold := holdSlot
 	if background {
-		var settle, free func()
-		ctx = platform.WithBootTrace(ctx, &platform.BootTrace{Attached: func() { settle() }, LoggedIn: func() { free() }})
+		var settle func()
+		ctx = platform.WithBootTrace(ctx, &platform.BootTrace{Attached: func() { settle() }})
 		hold = func(ctx context.Context, p platform.Platform) (context.Context, func(), error) {
 			// The wait for a slot ends early when the spec takes the VM
 			// (TakeAll): the boot itself runs under ctx.
@@ -407,7 +403,7 @@ func (ps *Prestarted) boot(ctx context.Context, p platform.Platform, background 
 			if err != nil {
 				return ctx, nil, err
 			}
-			settle, free = s, release
+			settle = s
 			ps.began = true
 			return ctx, release, nil
 		}

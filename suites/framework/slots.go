@@ -20,11 +20,7 @@ import (
 // that ends a boot starts its next one (a re-creation, the next VM of its
 // container) within seconds, and the core is kept for it. A freed slot
 // goes to a spec's own boot first, then to side work, then to the
-// background. A boot holds its slot from its create until its guest is
-// logged in (platform.BootTrace.LoggedIn), not until StartVM returns: the
-// next VM's first 25-45 s are its pod, its attachment and its launcher,
-// mostly waits, which overlap the end of this boot (cloud-init's last
-// stage, the suite's tools) instead of leaving a core idle.
+// background.
 //
 // Measured (issue 34): with side work queued behind the background, a
 // quarter of the soaked VM lane had one guest booting and a core idle;
@@ -218,12 +214,10 @@ func bootSlots(p platform.Platform) *slotPool {
 }
 
 // holdSlot waits for a boot slot for a spec's own boot, or for its side
-// work's (Aside), and gives it back once the guest is logged in (the ctx
-// returned tells the platform when that is; release gives it back at the
-// latest). Work that outlives its container (HandOn) also waits, as the
-// background does, for no container to disturb what a VM's start needs
-// (Disrupts), and holds the containers that would off until its guest is
-// attached.
+// work's (Aside). Work that outlives its container (HandOn) also waits,
+// as the background does, for no container to disturb what a VM's start
+// needs (Disrupts), and holds the containers that would off until its
+// guest is attached: the ctx returned tells the platform when that is.
 func holdSlot(ctx context.Context, p platform.Platform) (context.Context, func(), error) {
 	k := own
 	if aside, _ := ctx.Value(asideKey{}).(bool); aside {
@@ -231,16 +225,13 @@ func holdSlot(ctx context.Context, p platform.Platform) (context.Context, func()
 	}
 	if on, _ := ctx.Value(handedOnKey{}).(bool); !on {
 		release, err := bootSlots(p).hold(ctx, k)
-		if err != nil {
-			return ctx, nil, err
-		}
-		return platform.WithBootTrace(ctx, &platform.BootTrace{LoggedIn: release}), release, nil
+		return ctx, release, err
 	}
 	release, settle, err := holdSteadySlot(ctx, p, nil, k)
 	if err != nil {
 		return ctx, nil, err
 	}
-	return platform.WithBootTrace(ctx, &platform.BootTrace{Attached: settle, LoggedIn: release}), release, nil
+	return platform.WithBootTrace(ctx, &platform.BootTrace{Attached: settle}), release, nil
 }
 
 type asideKey struct{}

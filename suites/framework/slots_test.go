@@ -243,30 +243,3 @@ func TestAHushKeepsFreeCoresFromTheBackground(t *testing.T) {
 	defer o()
 	got(t, a, "the background never got the other core once the quiet period passed")()
 }
-
-// A boot gives its slot back once its guest is logged in: the next VM's
-// start, which waits for its pod and its attachment, overlaps the end of
-// this boot instead of leaving a core idle behind it. A platform that
-// never says so keeps the slot until release.
-func TestABootGivesItsSlotBackOnceItsGuestIsLoggedIn(t *testing.T) {
-	slotsOnce.Do(func() { slots = newSlotPool(4) })
-	saved := slots
-	slots = newSlotPool(1)
-	defer func() { slots = saved }()
-	boot, release, err := holdSlot(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	next := holdLater(slots, own)
-	blocked(t, next, "the next boot got the only slot while the guest was booting")
-	platform.Attached(boot)
-	blocked(t, next, "the next boot got the only slot once the guest was attached, before its login")
-	platform.LoggedIn(boot)
-	got(t, next, "the next boot still waited once the guest was logged in")()
-	release() // given once: the slot the next boot held is not freed twice
-	slots.mu.Lock()
-	defer slots.mu.Unlock()
-	if slots.inUse() != 0 {
-		t.Fatalf("after both releases: %d slots used, want none", slots.inUse())
-	}
-}

@@ -110,7 +110,6 @@ func (w *Workloads) attach(ctx context.Context, spec platform.VMSpec, boot *time
 	}
 	boot.Login = time.Now()
 	w.timeline.Mark(timeline.Login)
-	platform.LoggedIn(ctx)
 	if _, code, err := g.con.Run(ctx, "cloud-init status --wait >/dev/null", w.timeouts["vmi"]); err != nil || code != 0 {
 		return nil, fmt.Errorf("guest %s: cloud-init did not finish cleanly (exit %d): %v", spec.Name, code, err)
 	}
