@@ -122,7 +122,7 @@ func Specs(r *run.Run) {
 			skip.IfNotObservable(err)
 			Expect(err).NotTo(HaveOccurred())
 
-			rc, err := v.recreate(ctx, p)
+			rc, err := v.recreate(ctx, p, CurrentSpecReport().LeafNodeText)
 			Expect(err).NotTo(HaveOccurred())
 			entry, err := gw.Neighbor(ctx, v.addr)
 			readAt := time.Now()
@@ -195,7 +195,7 @@ func Specs(r *run.Run) {
 				before, err = warmGateway(ctx, gw, v)
 				skip.IfNotObservable(err)
 				Expect(err).NotTo(HaveOccurred())
-				rc, err = v.recreate(ctx, p)
+				rc, err = v.recreate(ctx, p, CurrentSpecReport().LeafNodeText)
 				Expect(err).NotTo(HaveOccurred())
 				atReady, err = gw.Neighbor(ctx, v.addr)
 				Expect(err).NotTo(HaveOccurred())
@@ -252,7 +252,7 @@ func Specs(r *run.Run) {
 			v, err := booted.warmed(ctx, gw, "vm-arp")
 			skip.IfNotObservable(err)
 			Expect(err).NotTo(HaveOccurred())
-			rc, err := v.recreate(ctx, p)
+			rc, err := v.recreate(ctx, p, CurrentSpecReport().LeafNodeText)
 			Expect(err).NotTo(HaveOccurred())
 
 			stream, err := gw.StartPing(ctx, v.addr, 20*time.Millisecond)
@@ -331,7 +331,7 @@ func Specs(r *run.Run) {
 			if rc == nil {
 				// No earlier spec re-created vm-arp (the run selects ARP-01
 				// without ARP-02..04): this one does.
-				rc, err = v.recreate(ctx, p)
+				rc, err = v.recreate(ctx, p, CurrentSpecReport().LeafNodeText)
 				Expect(err).NotTo(HaveOccurred())
 			} else {
 				f.Note("observing the re-creation of %s that %q made (the other sides of the same event)", v.Name(), rc.by)

@@ -39,11 +39,10 @@ func recreatePinned(ctx context.Context, gw platform.Gateway, p platform.Platfor
 	defer watch.Stop()
 
 	time.Sleep(300 * time.Millisecond) // uninterrupted before
-	run.rc, err = v.recreate(ctx, p)
+	run.rc, err = v.recreate(ctx, p, by)
 	if err != nil {
 		return run, err
 	}
-	run.rc.by = by
 	if run.atReady, err = gw.Neighbor(ctx, v.addr); err != nil {
 		return run, fmt.Errorf("the gateway's entry for %s once %s was up: %w", v.addr, v.Name(), err)
 	}

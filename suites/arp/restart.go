@@ -172,7 +172,7 @@ func restartOnce(ctx context.Context, k platform.KubeVMs, gw platform.Gateway, p
 		return run, err
 	}
 	var err error
-	if run.rc, err = v.restart(ctx, p, how); err != nil {
+	if run.rc, err = v.restart(ctx, p, how, "ARP-07's restarts of "+v.Name()); err != nil {
 		return run, err
 	}
 	if run.after, err = k.VMStatus(ctx, v); err != nil {

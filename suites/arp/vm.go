@@ -294,9 +294,9 @@ func (v *vm) takeOutage() *recreation {
 func (r recreation) took() time.Duration { return r.ready.Sub(r.start) }
 
 // recreate deletes the VM and creates it again from the same spec, as a
-// user deleting and re-applying the VM object does.
-func (v *vm) recreate(ctx context.Context, p platform.Platform) (*recreation, error) {
-	r, err := v.timed(ctx, p, "re-creation", v.Recreate)
+// user deleting and re-applying the VM object does; by names who does.
+func (v *vm) recreate(ctx context.Context, p platform.Platform, by string) (*recreation, error) {
+	r, err := v.timed(ctx, p, "re-creation", by, v.Recreate)
 	if err == nil {
 		v.last, v.outage = r, nil
 	}
@@ -304,17 +304,20 @@ func (v *vm) recreate(ctx context.Context, p platform.Platform) (*recreation, er
 }
 
 // restart gets the VM a new instance the way how names, its
-// VirtualMachine kept (ARP-07), timed as a re-creation is.
-func (v *vm) restart(ctx context.Context, p platform.Platform, how platform.Restart) (*recreation, error) {
-	return v.timed(ctx, p, string(how), func(ctx context.Context) error { return v.Restart(ctx, how) })
+// VirtualMachine kept (ARP-07), timed as a re-creation is; by names who
+// does.
+func (v *vm) restart(ctx context.Context, p platform.Platform, how platform.Restart, by string) (*recreation, error) {
+	return v.timed(ctx, p, string(how), by, func(ctx context.Context) error { return v.Restart(ctx, how) })
 }
 
 // timed runs do, which gets the VM a new instance (what names it), from
 // before it until the new guest is up, with the MAC before and after and,
 // where the platform has one (platform.KubeVMs), the VM object's status
-// before.
-func (v *vm) timed(ctx context.Context, p platform.Platform, what string, do func(context.Context) error) (*recreation, error) {
-	r := &recreation{oldMAC: v.MAC(), by: CurrentSpecReport().LeafNodeText}
+// before. by is the spec (or the work) that does it, passed in: work in
+// the background (ARP-05's re-creation beside the chain, ARP-07's restarts
+// handed on) runs while another spec is current.
+func (v *vm) timed(ctx context.Context, p platform.Platform, what, by string, do func(context.Context) error) (*recreation, error) {
+	r := &recreation{oldMAC: v.MAC(), by: by}
 	if k, ok := platform.As[platform.KubeVMs](p); ok {
 		st, err := k.VMStatus(ctx, v)
 		if err != nil {
