@@ -81,6 +81,7 @@ func Specs(r *run.Run) {
 			p  platform.Platform
 			gw platform.Gateway
 		)
+		handOn := func(ctx SpecContext) { booted.handOnRestarts(ctx, p, gw, f.Subject().VLANNIC(), wait) }
 
 		BeforeAll(func(ctx SpecContext) {
 			var err error
@@ -94,7 +95,7 @@ func Specs(r *run.Run) {
 			// their deletion: the container's end hands vm-arp on to
 			// ARP-07's restarts (restart.go) if no spec after vm-arp's
 			// last did (BeforeEach below).
-			DeferCleanup(func(ctx SpecContext) { booted.handOnRestarts(ctx, p, gw, f.Subject().VLANNIC(), wait) })
+			DeferCleanup(handOn)
 			if v05, ok := booted.vms["vm-arp05"]; ok && pinnedBeside() {
 				var stop func()
 				booted.pinned, stop = recreatePinnedBeside(ctx, gw, p, v05, booted.bootLate)
@@ -108,8 +109,8 @@ func Specs(r *run.Run) {
 		// guests, and ARP-06 waits for its second one's boot (measured:
 		// 48-116 s with vm-arp idle and the restarts not begun).
 		BeforeEach(func(ctx SpecContext) {
-			if !booted.takes("vm-arp", f.Claim()) {
-				booted.handOnRestarts(ctx, p, gw, f.Subject().VLANNIC(), wait)
+			if !takes("vm-arp", f.Claim()) {
+				handOn(ctx)
 			}
 		})
 

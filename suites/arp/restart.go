@@ -40,10 +40,9 @@ func restartsTimeout(wait time.Duration) time.Duration {
 // container's shared guest, not a guest of its own (a first boot fewer),
 // and in the background from that container's last spec of it on
 // (fleet.handOnRestarts), beside its last specs and the containers after
-// it, which take
-// guests booted ahead and boot none: its three boots were the last of the
-// container's chain, and those containers' minutes came after them (issue
-// 34). Its spec runs last (framework.Last) and waits for them. Run without
+// it, which take guests booted ahead and boot none: its three boots were
+// the last of the container's chain, and those containers' minutes came
+// after them (issue 34). Its spec runs last (framework.Last) and waits for them. Run without
 // the ARP container's specs (a control's label filter), it takes vm-arp and
 // restarts it itself.
 func restartSpecs(f *framework.Framework, booted *fleet, wait time.Duration) {

@@ -180,7 +180,7 @@ func (fl *fleet) bootLate(ctx context.Context) (stop func()) {
 }
 
 // takes tells whether the spec of claim takes the guest of that name.
-func (fl *fleet) takes(name, claim string) bool {
+func takes(name, claim string) bool {
 	for _, g := range guests {
 		if g.name == name {
 			return slices.Contains(g.claims, claim)
