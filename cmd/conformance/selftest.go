@@ -199,7 +199,7 @@ func (d *driver) runControl(ctx context.Context, c controls.Control, part, cdir 
 	junit := filepath.Join(cdir, "junit.xml")
 	args := append(append([]string{}, d.suiteArgs...),
 		"--control="+c.ID, "--report-dir="+cdir,
-		"--ginkgo.label-filter="+labelFilter(part, c.Claim), "--ginkgo.junit-report="+junit, "--ginkgo.no-color", "--dump-on-failure=false")
+		"--ginkgo.label-filter="+labelFilter(part, strings.Join(append([]string{c.Claim}, c.Alongside...), " || ")), "--ginkgo.junit-report="+junit, "--ginkgo.no-color", "--dump-on-failure=false")
 	args = append(args, c.ExtraArgs...)
 	start := time.Now()
 	code := d.runSuiteQuiet(ctx, args, filepath.Join(cdir, "output.txt"))

@@ -3,7 +3,9 @@
 // same addresses. A subnet (--subnet; --other-subnet alike) is laid out as:
 //
 //	the gateway   --gateway (.1 by default); never handed out
-//	nodes         the 2nd host address and up, one each: Node(i) (.2, .3, ...)
+//	nodes         the 2nd host address and up, one each: Node(i) (.2, .3, ...);
+//	              the last of them (.9) is the standby router's where the
+//	              suite builds the gateway (Standby)
 //	guests        from --guest-address up (.10 by default), in blocks of
 //	              BlockSize, one block per tenant; the gateway's and the
 //	              nodes' addresses are skipped
@@ -48,6 +50,11 @@ func init() { config.SetAddressCheck(Check) }
 func Node(subnet netip.Prefix, i int) netip.Prefix {
 	return netip.PrefixFrom(host(subnet, 2+i), subnet.Bits())
 }
+
+// Standby is the standby router's address beside the gateway (ARP-04),
+// where the suite builds the gateway: the last address kept for nodes,
+// which no fabric of the suite's has as many of.
+func Standby(subnet netip.Prefix) netip.Prefix { return Node(subnet, MaxNodes-1) }
 
 // ControlPool is the range a control's host-local IPAM hands out.
 func ControlPool(subnet netip.Prefix) (first, last netip.Addr) {

@@ -25,6 +25,11 @@ type Control struct {
 	Claim       string   // the claim whose spec must fail, e.g. "VLAN-01"
 	Description string   // what is broken, in one line
 	ExtraArgs   []string // more flags the control needs (e.g. a mutant manifest)
+	// Alongside are claims whose specs run with the claim's own, so that
+	// the control breaks the path a whole run takes: ARP-04 ends the
+	// outage of ARP-02's re-creation at the standby router when ARP-02
+	// runs before it, and re-creates the VM itself when it runs alone.
+	Alongside []string
 	// Expect is the failure the control must cause in its claim's own It: a
 	// value of framework/failures, the one that spec's assertion message is
 	// built from, so the two cannot drift. A failure for another reason is

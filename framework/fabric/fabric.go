@@ -11,10 +11,13 @@
 //	|   p-node-a <==============>|==========| uplink.100 (VLAN 100, no address)  |
 //	|   p-node-b <==============>|====+     |   br100  203.0.113.2/24 <- CNI veth |
 //	|   p-node-m <==============>|==+ |     +------------------------------------+
-//	| trunk.100  203.0.113.1/24  |  | |     vcf-node-b: same, br100 203.0.113.3/24
-//	| trunk.200  198.51.100.1/24 |  | +====
-//	+----------------------------+  |       vcf-node-m (as macvlan users provision)
-//	                                +====== | uplink -> uplink.100 203.0.113.4/24 |
+//	|   p-standby <=========+    |  | |     vcf-node-b: same, br100 203.0.113.3/24
+//	| trunk.100  203.0.113.1/24  |  | +====
+//	| trunk.200  198.51.100.1/24 |  |       vcf-node-m (as macvlan users provision)
+//	+-----------------------|----+  +====== | uplink -> uplink.100 203.0.113.4/24 |
+//	                        |
+//	 vcf-gw-standby (a second router on the VLAN, its own neighbour table)
+//	 | trunk -> trunk.100  203.0.113.9/24 |
 //
 // Every node the fabric makes also has a management interface, mgmt (a
 // dummy), with its default route: step 1 keeps the default route there
@@ -48,12 +51,17 @@ type Spec struct {
 	// address sits on the switch bridge, the node's uplink itself is the
 	// VLAN parent, and there is no second VLAN.
 	Untagged bool
+	// Standby is the address of a second router on the VLAN beside the
+	// gateway, as a redundant pair has (ARP-04 watches its neighbour
+	// entry); none when not valid, and none in vendor mode.
+	Standby netip.Prefix
 }
 
 // Fabric is the built network.
 type Fabric struct {
 	Spec    Spec
 	Gateway *Namespace // nil in vendor mode
+	Standby *Namespace // nil without Spec.Standby and in vendor mode
 	Nodes   []*NodeNetns
 	made    []string     // namespace names to delete, in creation order
 	cabled  []*NodeNetns // nodes in namespaces the fabric did not make
@@ -101,6 +109,11 @@ func Build(spec Spec) (_ *Fabric, err error) {
 		if err := f.buildGateway(); err != nil {
 			return nil, fmt.Errorf("gateway: %w", err)
 		}
+		if spec.Standby.IsValid() {
+			if err := f.buildStandby(); err != nil {
+				return nil, fmt.Errorf("standby gateway: %w", err)
+			}
+		}
 	}
 	for _, ns := range spec.Nodes {
 		n, err := f.addNode(ns)
@@ -128,8 +141,10 @@ func (f *Fabric) Destroy() error {
 	for _, n := range f.Nodes {
 		n.Handle.Close()
 	}
-	if f.Gateway != nil {
-		f.Gateway.Handle.Close()
+	for _, ns := range []*Namespace{f.Gateway, f.Standby} {
+		if ns != nil {
+			ns.Handle.Close()
+		}
 	}
 	f.made = nil
 	return errors.Join(errs...)

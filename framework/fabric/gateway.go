@@ -44,6 +44,37 @@ func (f *Fabric) buildGateway() error {
 	return nil
 }
 
+// buildStandby makes the standby router's netns, plugged into the
+// gateway's switch as a node is, with its address on the VLAN: a second
+// router whose neighbour table is its own, kept apart from the gateway's
+// by a namespace, so that one re-creation leaves two stale entries.
+func (f *Fabric) buildStandby() error {
+	ns, err := NewNamespace("gw-standby")
+	if err != nil {
+		return err
+	}
+	f.made = append(f.made, ns.Name)
+	f.Standby = ns
+	up, err := f.plug(ns, TrunkName, PortName("standby"))
+	if err != nil {
+		return err
+	}
+	if f.Spec.Untagged {
+		return addAddr(ns.Handle, TrunkName, f.Spec.Standby)
+	}
+	if err := NetSysctl(ns.Path, "ipv4/conf/all/arp_ignore", "1"); err != nil {
+		return err
+	}
+	if _, err := addVLAN(ns.Handle, up, f.Spec.VLAN, f.Spec.MTU, TrunkName); err != nil {
+		return err
+	}
+	return addAddr(ns.Handle, SubName(TrunkName, f.Spec.VLAN), f.Spec.Standby)
+}
+
+// StandbyIface is the standby router's interface on the VLAN, named as
+// the gateway's (GatewayIface) in its own netns.
+func (f *Fabric) StandbyIface() string { return f.GatewayIface() }
+
 // GatewayIface is the gateway's interface on the VLAN: trunk.<vlan>, or
 // the switch bridge itself on an untagged trunk.
 func (f *Fabric) GatewayIface() string {

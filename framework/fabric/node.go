@@ -105,14 +105,24 @@ func (f *Fabric) addNode(spec NodeSpec) (*NodeNetns, error) {
 		return n, f.provision(n, nil)
 	}
 	// The trunk: one veth per node, switch port in the gateway, "uplink" in the node.
+	up, err := f.plug(ns, uplinkName, PortName(spec.Name))
+	if err != nil {
+		return nil, err
+	}
+	return n, f.provision(n, up)
+}
+
+// plug cables a namespace into the gateway's switch: a veth whose end
+// name is in ns and whose peer port is a port of the switch bridge, both
+// up at the trunk's MTU. It returns the end in ns.
+func (f *Fabric) plug(ns *Namespace, name, port string) (netlink.Link, error) {
 	gwFd, err := netns.GetFromPath(f.Gateway.Path)
 	if err != nil {
 		return nil, err
 	}
 	defer gwFd.Close()
-	port := PortName(spec.Name)
 	veth := &netlink.Veth{
-		LinkAttrs: netlink.LinkAttrs{Name: uplinkName, MTU: f.Spec.MTU},
+		LinkAttrs: netlink.LinkAttrs{Name: name, MTU: f.Spec.MTU},
 		PeerName:  port, PeerNamespace: netlink.NsFd(gwFd),
 	}
 	if err := ns.Handle.LinkAdd(veth); err != nil {
@@ -136,14 +146,14 @@ func (f *Fabric) addNode(spec NodeSpec) (*NodeNetns, error) {
 	if err := gh.LinkSetUp(p); err != nil {
 		return nil, err
 	}
-	up, err := ns.Handle.LinkByName(uplinkName)
+	end, err := ns.Handle.LinkByName(name)
 	if err != nil {
 		return nil, err
 	}
-	if err := ns.Handle.LinkSetUp(up); err != nil {
+	if err := ns.Handle.LinkSetUp(end); err != nil {
 		return nil, err
 	}
-	return n, f.provision(n, up)
+	return end, nil
 }
 
 // vlanFor is the VLAN a node's sub-interface carries: the wrong one for

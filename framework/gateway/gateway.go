@@ -24,6 +24,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/nsexec"
+	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/probe"
 )
 
@@ -34,6 +35,8 @@ type Netns struct {
 	addr, otherAddr   netip.Addr
 	iface, otherIface string
 	profile           string // the declared neighbour timer profile
+	role              string // "gateway", or "standby router"
+	standby           *Netns // the standby router beside it, when the fabric has one
 }
 
 // New is the router of a fabric, with the declared neighbour profile
@@ -42,18 +45,35 @@ type Netns struct {
 func New(f *fabric.Fabric, profile string, actual func(declared map[string]string) map[string]string) (*Netns, error) {
 	g := &Netns{
 		ns: f.Gateway, addr: f.Spec.Gateway.Addr(), otherAddr: f.Spec.OtherGateway.Addr(),
-		iface: f.GatewayIface(), otherIface: f.OtherGatewayIface(),
+		iface: f.GatewayIface(), otherIface: f.OtherGatewayIface(), role: "gateway",
+	}
+	if f.Standby != nil {
+		// The same declared timers: what ARP-04 reads of it is the
+		// gateway's kind of entry, not another kernel's defaults.
+		g.standby = &Netns{ns: f.Standby, addr: f.Spec.Standby.Addr(), iface: f.StandbyIface(), role: "standby router"}
+		if err := g.standby.setTimers(profile, actual); err != nil {
+			return nil, fmt.Errorf("standby: %w", err)
+		}
 	}
 	return g, g.setTimers(profile, actual)
+}
+
+// Standby is the standby router beside the gateway on the VLAN, nil when
+// the fabric has none (platform.Standby).
+func (g *Netns) Standby() platform.Gateway {
+	if g.standby == nil {
+		return nil
+	}
+	return g.standby
 }
 
 func (g *Netns) Address() netip.Addr          { return g.addr }
 func (g *Netns) OtherVLANAddress() netip.Addr { return g.otherAddr }
 func (g *Netns) VLANPoint() evidence.Point {
-	return evidence.Point{Netns: g.ns.Path, Iface: g.iface, Label: "gateway " + g.iface}
+	return evidence.Point{Netns: g.ns.Path, Iface: g.iface, Label: g.role + " " + g.iface}
 }
 func (g *Netns) OtherVLANPoint() evidence.Point {
-	return evidence.Point{Netns: g.ns.Path, Iface: g.otherIface, Label: "gateway " + g.otherIface}
+	return evidence.Point{Netns: g.ns.Path, Iface: g.otherIface, Label: g.role + " " + g.otherIface}
 }
 
 func (g *Netns) Ping(ctx context.Context, dst netip.Addr, opts ...probe.PingOption) (probe.PingResult, error) {

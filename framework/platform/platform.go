@@ -90,6 +90,25 @@ type Gateway interface {
 	StartPing(ctx context.Context, dst netip.Addr, interval time.Duration) (probe.PingStream, error)
 }
 
+// Standby is a gateway with a standby router beside it on the VLAN, as a
+// redundant pair (VRRP) has: the suite's own gateway, the lab's and a kind
+// cluster's. Its neighbour table is its own, so one re-creation leaves a
+// stale entry in each, and a spec may time the gateway's recovery (ARP-03)
+// while the standby, kept quiet, still holds the old MAC for another
+// (ARP-04). A vendor's gateway has none.
+type Standby interface {
+	// Standby is the standby router, nil when there is none.
+	Standby() Gateway
+}
+
+// StandbyOf is gw's standby router, nil when it has none.
+func StandbyOf(gw Gateway) Gateway {
+	if s, ok := gw.(Standby); ok {
+		return s.Standby()
+	}
+	return nil
+}
+
 // Own returns the guest a platform made, when g wraps it (a spec's
 // framework value embeds the platform's guest and adds its address): the
 // platform's own methods type-assert their guests, and a wrapper must not

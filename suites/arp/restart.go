@@ -31,7 +31,7 @@ func restartsTimeout(wait time.Duration) time.Duration {
 // users hit: a MAC that changes with no re-creation, and the gateway's
 // stale entry after it.
 //
-//	VirtualMachine vm-arp (kept; re-created by ARP-02 and ARP-04, migrated by ARP-08)
+//	VirtualMachine vm-arp (kept; re-created by ARP-02, migrated by ARP-08)
 //	  VMI n ──stop, start──▶ VMI n+1 ──restart subresource──▶ VMI n+2 ──VMI deleted──▶ VMI n+3
 //
 // Each restart's outage is timed as ARP-03 times a re-creation's

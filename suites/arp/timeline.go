@@ -125,12 +125,17 @@ func (t *timeline) addProbes(probes []probe.Probe, who string) outage {
 // addNeighbor puts the gateway entry's changes on the timeline, naming
 // the old and new MACs.
 func (t *timeline) addNeighbor(changes []neighChange, oldMAC, newMAC net.HardwareAddr) {
+	t.addEntry("gateway", changes, oldMAC, newMAC)
+}
+
+// addEntry is addNeighbor for the entry of the router who names.
+func (t *timeline) addEntry(who string, changes []neighChange, oldMAC, newMAC net.HardwareAddr) {
 	for _, c := range changes {
 		if c.err != nil {
-			t.add(c.at, "gateway entry unreadable: %v", c.err)
+			t.add(c.at, "%s entry unreadable: %v", who, c.err)
 			continue
 		}
-		t.add(c.at, "gateway entry: %s", describeNeighbor(c.n, oldMAC, newMAC))
+		t.add(c.at, "%s entry: %s", who, describeNeighbor(c.n, oldMAC, newMAC))
 	}
 }
 

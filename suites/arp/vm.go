@@ -31,23 +31,27 @@ const warmFor = 20 * time.Second
 // vm is a VM the spec re-creates: Guest is always the current incarnation,
 // last its latest re-creation, which a later spec may observe from
 // another side (ARP-01); outage a re-creation whose outage ARP-02 saw and
-// whose recovery ARP-03 times next.
+// whose recovery ARP-03 times next; announce one the standby router had
+// resolved the guest before, whose outage there ARP-04 ends.
 type vm struct {
 	*framework.VM
-	addr   netip.Addr
-	last   *recreation
-	outage *recreation
+	addr     netip.Addr
+	last     *recreation
+	outage   *recreation
+	announce *recreation
 }
 
 // guests are the container's VMs, each at the tenant's next address in
 // this order, which is also the order they boot in: vm-arp's first, its
 // chain of re-creations and restarts the container's longest.
-// ARP-01..04, ARP-07 and ARP-08 share one VM: ARP-02 and ARP-04 each
-// re-create it, and each that re-creates it first has the gateway resolve
-// the guest afresh (warmGateway), so none reads what an earlier one left
-// in the gateway; ARP-03 times the recovery of ARP-02's outage, ARP-01
-// observes ARP-04's re-creation (each re-creating it alone when run
-// alone), ARP-08 then drains the node of that last incarnation, which may
+// ARP-01..04, ARP-07 and ARP-08 share one VM: ARP-02 re-creates it, having
+// the gateway and the standby router resolve the guest afresh first
+// (warmGateway), so none reads what an earlier one left in a router;
+// ARP-03 times the gateway's recovery of ARP-02's outage, ARP-04 ends the
+// same outage at the standby router (one re-creation fewer, issue 34),
+// ARP-01 observes that re-creation (each re-creating it alone when run
+// alone, ARP-04 also without a standby router), ARP-08 then drains the
+// node of that last incarnation, which may
 // run on any bridge node (free) so that the drain can move it, and ARP-07
 // restarts it last, every way, each restart after the gateway resolved it
 // afresh too; a TCG boot is a minute of a core saved per spec (issue 34:
@@ -298,9 +302,43 @@ func (r recreation) took() time.Duration { return r.ready.Sub(r.start) }
 func (v *vm) recreate(ctx context.Context, p platform.Platform, by string) (*recreation, error) {
 	r, err := v.timed(ctx, p, "re-creation", by, v.Recreate)
 	if err == nil {
-		v.last, v.outage = r, nil
+		v.last, v.outage, v.announce = r, nil, nil
 	}
 	return r, err
+}
+
+// standbyFor is the gateway's standby router when ARP-04 will watch it
+// (platform.Standby), else nil.
+func standbyFor(gw platform.Gateway) platform.Gateway {
+	if !labels.Selected(labels.ARP, labels.Claim("ARP-04")) {
+		return nil
+	}
+	return platform.StandbyOf(gw)
+}
+
+// staleAtStandby is, once, the re-creation whose outage the standby
+// router still holds: the guest is that re-creation's incarnation and the
+// standby's entry for it the MAC before. A TCG re-creation (two minutes)
+// fewer for ARP-04 (issue 34). Else nil, and why not.
+func (v *vm) staleAtStandby(ctx context.Context, standby platform.Gateway) (*recreation, string) {
+	rc := v.announce
+	v.announce = nil
+	switch {
+	case standby == nil:
+		return nil, "no standby router beside the gateway"
+	case rc == nil:
+		return nil, "no re-creation the standby router had resolved the guest before (ARP-02's)"
+	case !bytes.Equal(v.MAC(), rc.newMAC):
+		return nil, fmt.Sprintf("%s was re-created again since %q's re-creation", v.Name(), rc.by)
+	}
+	n, err := standby.Neighbor(ctx, v.addr)
+	if err != nil {
+		return nil, fmt.Sprintf("the standby router's entry for %s: %v", v.addr, err)
+	}
+	if !bytes.Equal(n.MAC, rc.oldMAC) {
+		return nil, fmt.Sprintf("the standby router's entry for %s holds %s, not the old MAC %s", v.addr, describeNeighbor(n, rc.oldMAC, rc.newMAC), rc.oldMAC)
+	}
+	return rc, ""
 }
 
 // restart gets the VM a new instance the way how names, its

@@ -61,7 +61,7 @@ func DryRun(w io.Writer, c *Cluster) error {
 	pr.Print("delete", "the VMs, NADs and Secrets the run made, and the namespaces it made (label "+kube.OwnedLabel+"=true)", nil)
 	if !c.cfg.ExistingCluster() {
 		pr.Print("node", "every cabled node: delete br100 and uplink (uplink.100 and the gateway's port go with it)", nil)
-		pr.Print("host", "delete the gateway netns "+fabric.Prefix+"gw", nil)
+		pr.Print("host", "delete the gateway netns "+fabric.Prefix+"gw and the standby router's "+fabric.Prefix+"gw-standby", nil)
 		pr.Print("cluster", "kind delete cluster "+c.cfg.Cluster.KindName+" (unless --keep-cluster, or the cluster was found rather than made); kind export logs into "+filepath.Join(c.cfg.ReportDir, "kind-logs")+" first if a spec failed", nil)
 	}
 	return nil

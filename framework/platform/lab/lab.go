@@ -75,6 +75,7 @@ func New(ctx context.Context, cfg *config.Config, rel *release.Subject) (*Lab, e
 		},
 	}
 	if !cfg.VendorMode() {
+		spec.Standby = addresses.Standby(subnet)
 		// A second bridge node so traffic between nodes crosses the trunk, and
 		// a node provisioned the way macvlan users do. A single real uplink
 		// (vendor mode) carries one node.

@@ -15,6 +15,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
 	"github.com/cozystack/vlan-conformance/framework/kernel"
+	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/node"
 	"github.com/cozystack/vlan-conformance/framework/probe"
 )
@@ -68,8 +69,13 @@ func TestCablingNodeContainers(t *testing.T) {
 	// A run on a cluster `make kind-up` cabled and kept cables it again: the
 	// earlier uplinks and bridges go, the new ones work.
 	c = New(cfg)
-	if _, err := c.Cable(specs, gw, otherGW, false, nodes); err != nil {
+	g, err := c.Cable(specs, gw, otherGW, false, nodes)
+	if err != nil {
 		t.Fatalf("cabling nodes that are cabled already: %v", err)
+	}
+	standby := platform.StandbyOf(g)
+	if standby == nil || standby.Address() != StandbyAddr(gw).Addr() {
+		t.Fatalf("the gateway must have its standby router at %s: %v", StandbyAddr(gw), standby)
 	}
 	for i, n := range nodes.Bridge {
 		h := n.Step1().Handle
@@ -95,6 +101,11 @@ func TestCablingNodeContainers(t *testing.T) {
 		if err != nil || !res.Succeeded() {
 			t.Fatalf("the gateway must reach %s at %s over VLAN 100: %+v %v", n.Name(), n.Address(), res, err)
 		}
+		// The standby router is on the same VLAN, through its own port.
+		res, err = standby.Ping(context.Background(), n.Address().Addr())
+		if err != nil || !res.Succeeded() {
+			t.Fatalf("the standby router must reach %s at %s over VLAN 100: %+v %v", n.Name(), n.Address(), res, err)
+		}
 	}
 	cabled := nodes.Bridge
 	if err := c.Close(); err != nil {
@@ -113,8 +124,10 @@ func TestCablingNodeContainers(t *testing.T) {
 		}
 		h.Close()
 	}
-	if _, err := os.Stat("/run/netns/vcf-gw"); err == nil {
-		t.Error("the gateway netns is left behind")
+	for _, ns := range []string{"vcf-gw", "vcf-gw-standby"} {
+		if _, err := os.Stat("/run/netns/" + ns); err == nil {
+			t.Errorf("the netns %s is left behind", ns)
+		}
 	}
 
 }

@@ -63,6 +63,10 @@ func (c *Cabling) Mode() (untagged bool, why string) {
 // NodeAddr is the n-th node's address on the VLAN (framework/addresses).
 func NodeAddr(subnet netip.Prefix, i int) netip.Prefix { return addresses.Node(subnet, i) }
 
+// StandbyAddr is the standby router's address on the gateway's VLAN
+// (framework/addresses).
+func StandbyAddr(gw netip.Prefix) netip.Prefix { return addresses.Standby(gw.Masked()) }
+
 // Cable builds the gateway netns on the host and cables every node of
 // specs into the netns of its PID in nodes; the cabled nodes replace
 // nodes' bridge and macvlan nodes.
@@ -81,7 +85,7 @@ func (c *Cabling) Cable(specs []fabric.NodeSpec, gw, otherGW netip.Prefix, untag
 	if err := Down(pids); err != nil {
 		return nil, fmt.Errorf("take out an earlier run's cabling: %w", err)
 	}
-	f, err := fabric.Build(fabric.Spec{VLAN: c.cfg.VLAN, OtherVLAN: c.cfg.OtherVLAN, Gateway: gw, OtherGateway: otherGW, Nodes: specs, Untagged: untagged})
+	f, err := fabric.Build(fabric.Spec{VLAN: c.cfg.VLAN, OtherVLAN: c.cfg.OtherVLAN, Gateway: gw, OtherGateway: otherGW, Standby: StandbyAddr(gw), Nodes: specs, Untagged: untagged})
 	if err != nil {
 		return nil, err
 	}

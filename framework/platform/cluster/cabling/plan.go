@@ -34,12 +34,13 @@ func (c *Cabling) Plan(p *plan.Plan, cps, workers []string, nodes *node.Set, gw 
 		specs = append(specs, fabric.NodeSpec{Name: cps[0], Wiring: fabric.MacvlanParent, Address: NodeAddr(subnet, len(workers))})
 	}
 	parent := fabric.SubName(fabric.UplinkName, cfg.VLAN)
-	host := fmt.Sprintf("gateway netns %sgw: switch bridge %s; %s %s; %s %s (%s); neighbour timers --arp-profile=%s",
-		fabric.Prefix, fabric.TrunkName, fabric.SubName(fabric.TrunkName, cfg.VLAN), gwAddr, fabric.SubName(fabric.TrunkName, cfg.OtherVLAN), otherGW, why, cfg.ARPProfile)
+	standby := StandbyAddr(gwAddr)
+	host := fmt.Sprintf("gateway netns %sgw: switch bridge %s; %s %s; %s %s (%s); standby router netns %sgw-standby %s on VLAN %d; neighbour timers --arp-profile=%s",
+		fabric.Prefix, fabric.TrunkName, fabric.SubName(fabric.TrunkName, cfg.VLAN), gwAddr, fabric.SubName(fabric.TrunkName, cfg.OtherVLAN), otherGW, why, fabric.Prefix, standby, cfg.VLAN, cfg.ARPProfile)
 	if untagged {
 		parent = fabric.UplinkName
-		host = fmt.Sprintf("gateway netns %sgw: switch bridge %s %s, untagged (%s); no second VLAN; neighbour timers --arp-profile=%s",
-			fabric.Prefix, fabric.TrunkName, gwAddr, why, cfg.ARPProfile)
+		host = fmt.Sprintf("gateway netns %sgw: switch bridge %s %s, untagged (%s); no second VLAN; standby router netns %sgw-standby %s; neighbour timers --arp-profile=%s",
+			fabric.Prefix, fabric.TrunkName, gwAddr, why, fabric.Prefix, standby, cfg.ARPProfile)
 	}
 	p.Add("host", host, nil, func(context.Context) error {
 		c.untagged, c.why = untagged, why
