@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
@@ -83,9 +84,10 @@ func TestConformance(t *testing.T) {
 	}
 	// A vendor's gateway may keep its stale entry for hours: ARP-03 and
 	// ARP-07's three restarts each wait up to --gateway-wait for it, so
-	// the suite's deadline grows with it unless --ginkgo.timeout is given.
+	// the suite's deadline grows with it, by the waits the run selects,
+	// unless --ginkgo.timeout is given.
 	if extra := cfg.GatewayWait - config.DefaultGatewayWait; extra > 0 && !flagGiven("ginkgo.timeout") {
-		suiteConfig.Timeout += 4 * extra
+		suiteConfig.Timeout += time.Duration(arp.GatewayWaits()) * extra
 	}
 	if reporterConfig.JUnitReport == "" {
 		reporterConfig.JUnitReport = filepath.Join(cfg.ReportDir, "junit.xml")

@@ -20,6 +20,20 @@ import (
 
 // restartsTimeout bounds ARP-07: per restart, a boot under TCG (two
 // minutes) with the guest's shutdown, and the longest recovery it times.
+// GatewayWaits is how many waits of up to --gateway-wait the run selects:
+// ARP-03's one and one per restart of ARP-07's. The suite's deadline grows
+// by that many times the wait beyond its default (suites/suite_test.go).
+func GatewayWaits() int {
+	n := 0
+	if labels.SelectsAny(labels.ARP, "ARP-03") {
+		n++
+	}
+	if labels.SelectsAny(labels.ARP, "ARP-07") {
+		n += len(platform.Restarts)
+	}
+	return n
+}
+
 func restartsTimeout(wait time.Duration) time.Duration {
 	return time.Duration(len(platform.Restarts)) * (wait + 4*time.Minute)
 }
