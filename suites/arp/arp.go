@@ -277,9 +277,10 @@ func Specs(r *run.Run) {
 			v, err := booted.take(ctx, "vm-arp")
 			Expect(err).NotTo(HaveOccurred())
 			gw, who := gw, "gateway" // the router whose entry is watched
-			rc, why := v.staleAtStandby(ctx, standbyFor(gw))
+			standby := standbyFor(gw)
+			rc, why := v.staleAtStandby(ctx, standby)
 			if rc != nil {
-				gw, who = standbyFor(gw), "standby router"
+				gw, who = standby, "standby router"
 				f.Note("the standby router %s still holds %s for %s, the MAC before %q re-created %s: no re-creation of ARP-04's own", gw.Address(), rc.oldMAC, v.addr, rc.by, v.Name())
 			} else {
 				f.Note("%s: ARP-04 re-creates %s and watches the gateway", why, v.Name())

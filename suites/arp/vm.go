@@ -259,20 +259,6 @@ func (fl *fleet) takeAll(ctx context.Context, names ...string) ([]*vm, error) {
 	return out, nil
 }
 
-// warmed is the started VM of that name, the gateway made to resolve it
-// (warmGateway): the start of every spec that re-creates a VM the gateway
-// already knows. A gateway that cannot ping gives evidence.ErrNotObservable.
-func (fl *fleet) warmed(ctx context.Context, gw platform.Gateway, name string) (*vm, error) {
-	v, err := fl.take(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := warmGateway(ctx, gw, v); err != nil {
-		return nil, err
-	}
-	return v, nil
-}
-
 // recreation is one delete-and-create of a VM, timed; or one restart of
 // it, its VirtualMachine kept (ARP-07).
 type recreation struct {
