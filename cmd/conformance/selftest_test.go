@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -39,13 +42,6 @@ func TestSelftestOnPodsRunsNoControlThatBreaksVMs(t *testing.T) {
 // order; a name that is no control of the tier is refused before anything
 // runs, and without --only every control of the tier is selected.
 func TestSelftestOnly(t *testing.T) {
-	ids := func(cs []controls.Control) string {
-		var out []string
-		for _, c := range cs {
-			out = append(out, c.ID)
-		}
-		return strings.Join(out, ",")
-	}
 	for _, tc := range []struct {
 		only, want, err string
 	}{
@@ -112,4 +108,55 @@ func TestSelftestTimeBudget(t *testing.T) {
 	if got := took.next("lab"); got != 180*time.Second {
 		t.Errorf("next lab control %s, want the lab controls' longest, 180s", got)
 	}
+}
+
+// Under a --time-budget the controls on VMs start with those this machine
+// ran least recently, never run first, so that a budget too short for all
+// of them leaves out different ones from run to run; the cluster's own
+// stay in front. The ledger survives a write and a read, and a missing or
+// broken one is empty (the registry's order).
+func TestLeastRecentlyRunControlsFirst(t *testing.T) {
+	cs := controls.On("cluster")
+	clusterControlsFirst(cs)
+	first := slices.IndexFunc(cs, func(c controls.Control) bool { return c.Tier != "cluster" })
+	if first < 0 || len(cs)-first < 3 {
+		t.Fatalf("want at least three controls on VMs after the cluster's own, have %s", ids(cs))
+	}
+	registry := slices.Clone(cs)
+	day := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	// The first two on VMs ran, the first of them later; the rest never did.
+	led := ledger{cs[first].ID: day.Add(time.Hour), cs[first+1].ID: day}
+	path := filepath.Join(t.TempDir(), "selftest", "cluster-vm.json")
+	if err := led.write(path); err != nil {
+		t.Fatal(err)
+	}
+	got := slices.Clone(registry)
+	leastRecentFirst(got, readLedger(path))
+	want := slices.Concat(registry[:first], registry[first+2:], []controls.Control{registry[first+1], registry[first]})
+	if ids(got) != ids(want) {
+		t.Errorf("order\n%s\nwant\n%s", ids(got), ids(want))
+	}
+	for _, broken := range []string{"", "{not json"} {
+		if broken != "" {
+			if err := os.WriteFile(path, []byte(broken), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			path = filepath.Join(t.TempDir(), "none.json")
+		}
+		got := slices.Clone(registry)
+		leastRecentFirst(got, readLedger(path))
+		if ids(got) != ids(registry) {
+			t.Errorf("ledger %q: order %s, want the registry's %s", broken, ids(got), ids(registry))
+		}
+	}
+}
+
+// ids lists controls by ID, in their order.
+func ids(cs []controls.Control) string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.ID)
+	}
+	return strings.Join(out, ",")
 }
