@@ -174,7 +174,7 @@ ifeq ($(OFFLINE),1)
 OFFLINE_IMAGES := $(OFFLINE_CACHE)/images
 KUBEVIRT_IMAGES := virt-operator virt-api virt-controller virt-handler virt-launcher \
   virt-exportproxy virt-exportserver virt-synchronization-controller
-OFFLINE_ARCHIVES := multus $(if $(filter vm,$(WORKLOAD)),$(KUBEVIRT_IMAGES) guest-debian)
+OFFLINE_ARCHIVES := multus conformance $(if $(filter vm,$(WORKLOAD)),$(KUBEVIRT_IMAGES) guest-debian)
 comma := ,
 KIND_ARGS += --kind-config=kind-config/offline.yaml --pod-network=ptp \
   --kind-node-image=$(LOCAL_REGISTRY)/node:$(KUBERNETES_VERSION) \
@@ -242,7 +242,15 @@ soak-cluster: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
 selftest-cluster: $(SUITE) $(DRIVER) plugins $(E2E_PREP)
 	$(DRIVER) selftest --tier=cluster $(KIND_ARGS) $(RELEASE_ARGS) --report-dir=reports/cluster-selftest $(ARGS); rc=$$?; $(ENGINE_STOP); exit $$rc
 
-.PHONY: offline-images docker-engine offline-lane
+# The suite's own image (images/conformance, the driver at /conformance):
+# an existing cluster's nodes run it as the node agent
+# (--node-agent-image); its reference is in
+# $(OFFLINE_CACHE)/images/conformance.ref, its archive beside it. The
+# offline lane builds it and kind-up loads it into the nodes.
+conformance-image:
+	images/conformance/build.sh
+
+.PHONY: offline-images docker-engine offline-lane conformance-image
 # Every image of the offline lane from the Go module proxy and Debian
 # packages (cached: a second run builds nothing). LANE=vm adds KubeVirt.
 # With COZYSTACK the multus image follows the release's Dockerfile.
@@ -261,7 +269,7 @@ offline-lane: offline-images docker-engine
 	images/docker/load.sh $(OFFLINE_CACHE)/images/node.tar $(LANE_DISK_GB)
 
 e2e-existing: $(SUITE) $(DRIVER)
-	@test -n "$(KUBECONFIG)" || { echo "usage: make e2e-existing KUBECONFIG=/path/to/kubeconfig [ARGS=--gateway=...]"; exit 2; }
+	@test -n "$(KUBECONFIG)" || { echo "usage: make e2e-existing KUBECONFIG=/path/to/kubeconfig [ARGS='--gateway=... --node-agent-image=...']"; exit 2; }
 	$(DRIVER) run --tier=cluster --kubeconfig=$(KUBECONFIG) $(ARGS)
 
 # Cabling kind node containers (stand-ins: processes in netns of their own);

@@ -8,8 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 lane=${1:-pod}
 case $lane in
-pod) components=(imgtool pause kubernetes etcd coredns crictl node multus) ;;
-vm) components=(imgtool pause kubernetes etcd coredns crictl node multus kubevirt guest-debian) ;;
+pod) components=(imgtool pause kubernetes etcd coredns crictl node multus conformance) ;;
+vm) components=(imgtool pause kubernetes etcd coredns crictl node multus conformance kubevirt guest-debian) ;;
 *) echo "usage: $0 [pod|vm]" >&2; exit 2 ;;
 esac
 make -s plugins >/dev/null # the reference plugins the node and Multus images carry

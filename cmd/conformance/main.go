@@ -8,6 +8,7 @@
 //	conformance soak      --runs=N [flags] [-- suite flags] N runs in a row: each spec's pass count and wall time
 //	conformance preflight                                   kernel options the lab needs, and which are missing
 //	conformance controls                                    list the negative controls
+//	conformance node      wait | observe WHAT               the node agent's side, in its pod on a node
 package main
 
 import (
@@ -75,6 +76,8 @@ func mainCode() int {
 		return summary(os.Stdout, os.Args[2:])
 	case "afterwards":
 		return afterwards(os.Stdout, os.Args[2:])
+	case "node":
+		return node(os.Stdout, os.Stderr, os.Args[2:])
 	case "controls":
 		for _, c := range controls.All() {
 			tier := c.TierName()
@@ -134,7 +137,7 @@ func mainCode() int {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: conformance run|selftest|bench|soak|preflight|kind-up|kind-down [flags] [-- suite flags]\n       conformance controls\n       conformance verdicts WORKLOAD=JUNIT... (WORKLOAD: vm, pod, lab)\n       conformance summary LABEL JUNIT   a lane's counts and its report's failures\n       conformance afterwards SELFTEST_DIR JUNIT   the cluster controls' claims judged by a run after them (selftest --afterwards=later)\n  conformance run -h   lists the flags")
+	fmt.Fprintln(os.Stderr, "usage: conformance run|selftest|bench|soak|preflight|kind-up|kind-down [flags] [-- suite flags]\n       conformance controls\n       conformance verdicts WORKLOAD=JUNIT... (WORKLOAD: vm, pod, lab)\n       conformance summary LABEL JUNIT   a lane's counts and its report's failures\n       conformance afterwards SELFTEST_DIR JUNIT   the cluster controls' claims judged by a run after them (selftest --afterwards=later)\n       conformance node wait|observe WHAT   the node agent, in its pod on a node\n  conformance run -h   lists the flags")
 }
 
 func (d *driver) parse() error {

@@ -62,6 +62,12 @@ type ClusterConfig struct {
 	// (tagged when the kernel can).
 	Trunk string
 
+	// NodeAgentImage is the suite's own image (images/conformance), run on
+	// an existing cluster's nodes as the node agent: the suite then
+	// observes them as it does a kind node. "": no agent, the node
+	// observations are not observable there.
+	NodeAgentImage string
+
 	Timeouts string // per readiness stage, e.g. nodes=5m,multus=5m,kubevirt=15m,nad=1m,vmi=10m
 }
 
@@ -118,7 +124,8 @@ func registerCluster(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&cl.Guest.KernelBoot, "guest-kernel-boot", "", "cluster tier: KERNEL:INITRD, absolute paths in --guest-image, to boot it with KubeVirt's kernelBoot (root in the initrd, no system disk); empty: a containerDisk")
 	fs.StringVar(&cl.Guest.KernelArgs, "guest-kernel-args", "console=ttyS0", "cluster tier, with --guest-kernel-boot: the kernel command line")
 	fs.StringVar(&cl.Workload, "workload", "vm", "cluster tier: vm (KubeVirt VMs, as the guide) or pod (pods attached by Multus; KubeVirt is not installed and VM claims skip)")
-	fs.StringVar(&cl.Trunk, "trunk", "auto", "cluster tier: tagged (uplink.100, needs 8021q), untagged (access mode: the trunk carries the VLAN untagged; tag claims skip) or auto (tagged when the kernel has 8021q)")
+	fs.StringVar(&cl.Trunk, "trunk", "auto", "cluster tier: tagged (uplink.100, needs 8021q), untagged (access mode: the trunk carries the VLAN untagged; tag claims skip) or auto (tagged when the kernel has 8021q; on an existing cluster, tagged as the guide)")
+	fs.StringVar(&cl.NodeAgentImage, "node-agent-image", "", "cluster tier, existing cluster (--kubeconfig): the suite's image (make conformance-image), run on every node as the node agent (DaemonSet vcf-node-agent, hostNetwork, no capabilities) so the suite observes the nodes' links, routes, bridges and br100's FDB; empty: those are not observable")
 	fs.StringVar(&cl.Timeouts, "stage-timeouts", "", "cluster tier: readiness stage timeouts overriding the defaults, e.g. kubevirt=20m,vmi=15m (stages: nodes, multus, kubevirt, nad, vmi)")
 }
 
@@ -224,6 +231,9 @@ func (c *Config) validateCluster() error {
 	}
 	if c.Kubeconfig != "" && (cl.KeepCluster || cl.KindConfig != "" || cl.KindNodeImage != "" || len(cl.Archives()) > 0) {
 		add("--kubeconfig (an existing cluster) does not go with --keep-cluster, --kind-config, --kind-node-image or --images-archive: the suite makes no cluster there")
+	}
+	if cl.NodeAgentImage != "" && c.Kubeconfig == "" {
+		add("--node-agent-image %q: the node agent is for an existing cluster (--kubeconfig); the suite enters a kind cluster's nodes itself", cl.NodeAgentImage)
 	}
 	if c.Uplink != "" {
 		add("--uplink is the lab tier's vendor mode; an existing cluster is given with --kubeconfig")

@@ -47,6 +47,8 @@ func TestValidateRejectsBadInput(t *testing.T) {
 		{[]string{"--plugin-dir=/nonexistent"}, `--plugin-dir "/nonexistent": no bridge plugin there`},
 		{[]string{"--stager-manifest=/nonexistent.yaml"}, "--stager-manifest"},
 		{[]string{"--tier=cluster", "--kubeconfig=/nonexistent"}, "--kubeconfig"},
+		// A kind cluster's nodes the suite enters itself.
+		{[]string{"--tier=cluster", "--node-agent-image=localhost/vcf/conformance:x"}, "the node agent is for an existing cluster (--kubeconfig)"},
 		{[]string{"--control=VLAN-99/nope"}, "--control"},
 		// A control applied to the other tier would change nothing.
 		{[]string{"--control=VLAN-11/nad-copied-into-vm-namespace"}, "built on the cluster tier, not --tier=lab"},

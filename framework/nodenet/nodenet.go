@@ -3,14 +3,14 @@
 // from the node, a TCP service on its VLAN address, br100's forwarding
 // database, the node's bridges, a bridge a spec caused deleted, step 1
 // redone on a node provisioned for macvlan. One implementation for the
-// lab's nodes and a kind cluster's, which are both such a namespace; a
-// node the suite cannot enter (an existing cluster's) answers
-// evidence.ErrNotObservable.
+// lab's nodes and a kind cluster's, which are both such a namespace. A
+// node the suite cannot enter (an existing cluster's) answers its
+// read-only observations through a node agent running on it (Agent: the
+// same code, run there), and the rest with evidence.ErrNotObservable.
 package nodenet
 
 import (
 	"context"
-	"fmt"
 	"net/netip"
 
 	"github.com/cozystack/vlan-conformance/framework/evidence"
@@ -47,20 +47,14 @@ func Serve(_ context.Context, n platform.Node) (probe.Service, error) {
 }
 
 // BridgeFDB reads what br100 has learned or owns, per port (ARP-06, ARP-08).
-func BridgeFDB(_ context.Context, n platform.Node) ([]evidence.FDBEntry, error) {
-	return read(n, "the bridge FDB", func(nn *fabric.NodeNetns) ([]evidence.FDBEntry, error) {
-		return evidence.ReadBridgeFDB(nn.Handle, fabric.BridgeName)
-	})
+func BridgeFDB(ctx context.Context, n platform.Node) ([]evidence.FDBEntry, error) {
+	return read[[]evidence.FDBEntry](ctx, n, "the bridge FDB", Observation{What: "fdb"})
 }
 
 // Bridges lists the node's bridges and the ports of each (VLAN-14: a NAD
 // naming another bridge makes one of its own).
-func Bridges(_ context.Context, n platform.Node) (map[string][]string, error) {
-	nn, err := in(n, "the bridges")
-	if err != nil {
-		return nil, err
-	}
-	return evidence.ReadBridges(nn.Handle)
+func Bridges(ctx context.Context, n platform.Node) (map[string][]string, error) {
+	return read[map[string][]string](ctx, n, "the bridges", Observation{What: "bridges"})
 }
 
 // DeleteBridge removes a bridge a spec caused (the bridge plugin makes one
@@ -87,33 +81,18 @@ func BridgeParent(_ context.Context, n platform.Node) (undo func() error, err er
 
 // Links are the node's interfaces, by name (NODE-01, NODE-03: what step 1
 // made of them).
-func Links(_ context.Context, n platform.Node) (map[string]evidence.Link, error) {
-	return read(n, "the links", func(nn *fabric.NodeNetns) (map[string]evidence.Link, error) { return evidence.ReadLinks(nn.Handle) })
+func Links(ctx context.Context, n platform.Node) (map[string]evidence.Link, error) {
+	return read[map[string]evidence.Link](ctx, n, "the links", Observation{What: "links"})
 }
 
 // Driver is what `ethtool -i` says of one of the node's links (NODE-01's
 // evidence names the uplink's NIC: what a vendor's product file declares).
-func Driver(_ context.Context, n platform.Node, iface string) (evidence.Driver, error) {
-	return read(n, "the NIC's driver", func(nn *fabric.NodeNetns) (evidence.Driver, error) { return evidence.ReadDriver(nn.Netns, iface) })
+func Driver(ctx context.Context, n platform.Node, iface string) (evidence.Driver, error) {
+	return read[evidence.Driver](ctx, n, "the NIC's driver", Observation{What: "driver", Iface: iface})
 }
 
 // Routes is the node's main IPv4 table (NODE-02: where its default route
 // is).
-func Routes(_ context.Context, n platform.Node) ([]evidence.Route, error) {
-	return read(n, "the routes", func(nn *fabric.NodeNetns) ([]evidence.Route, error) { return evidence.ReadRoutes(nn.Handle) })
-}
-
-// read is what fn reads in the node's namespace, the node named in its
-// error, or why the suite cannot enter the node.
-func read[T any](n platform.Node, what string, fn func(*fabric.NodeNetns) (T, error)) (T, error) {
-	nn, err := in(n, what)
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	out, err := fn(nn)
-	if err != nil {
-		return out, fmt.Errorf("node %s: %w", n.Name(), err)
-	}
-	return out, nil
+func Routes(ctx context.Context, n platform.Node) ([]evidence.Route, error) {
+	return read[[]evidence.Route](ctx, n, "the routes", Observation{What: "routes"})
 }

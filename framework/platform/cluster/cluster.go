@@ -45,6 +45,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/multus"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/node"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/nodeagent"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/timeline"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/workload"
 	"github.com/cozystack/vlan-conformance/framework/subject"
@@ -64,6 +65,7 @@ type Cluster struct {
 	gw    platform.Gateway
 
 	kind    *kind.Cluster // nil: not made or found by this run
+	agent   bool          // this run deployed the node agent (nodeagent)
 	cabling *cabling.Cabling
 	*multus.Multus
 	*workload.Workloads
@@ -149,8 +151,15 @@ func (c *Cluster) MacvlanNode() platform.Node {
 	return c.nodes.Macvlan
 }
 
-// Untagged reports whether the trunk runs in access mode.
-func (c *Cluster) Untagged() (bool, string) { return c.cabling.Untagged() }
+// Untagged reports whether the trunk runs in access mode. The suite cables
+// a kind cluster's trunk itself; an existing cluster's is the vendor's,
+// tagged per the guide unless declared otherwise (--trunk=untagged).
+func (c *Cluster) Untagged() (bool, string) {
+	if c.cfg.ExistingCluster() {
+		return c.cfg.Cluster.Trunk == "untagged", "access mode, as --trunk=untagged declares the existing cluster's"
+	}
+	return c.cabling.Untagged()
+}
 
 func (c *Cluster) Trunk(pn platform.Node) evidence.Point { return c.cabling.Trunk(pn) }
 
@@ -188,6 +197,9 @@ func (c *Cluster) Close(ctx context.Context) error {
 	}
 	if c.kube.Connected() {
 		errs = append(errs, c.Workloads.Close(ctx))
+		if c.agent {
+			errs = append(errs, nodeagent.Remove(ctx, c.kube))
+		}
 	}
 	errs = append(errs, c.cabling.Close())
 	if c.kind != nil {

@@ -63,3 +63,31 @@ func TestDryRunExistingCluster(t *testing.T) {
 		t.Fatalf("want the vendor's gateway and the guide's objects:\n%s", out)
 	}
 }
+
+// With --node-agent-image the plan puts the agent on the nodes after the
+// sweep (which would delete it) and before any spec, and prints its
+// DaemonSet in full.
+func TestDryRunExistingClusterWithNodeAgent(t *testing.T) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	cfg := config.Register(fs)
+	if err := fs.Parse([]string{"--tier=cluster", "--dry-run", "--kubeconfig=/nonexistent/kubeconfig", "--node-agent-image=registry.example/vcf/conformance:1"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewDryRun(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := DryRun(&b, c); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	last := -1
+	for _, s := range []string{"tenant namespaces a killed run left", "the node agent: namespace vcf-node-agent", "kind: DaemonSet", "image: registry.example/vcf/conformance:1", "hostNetwork: true", "stage node-agent", "observed through the agent's pod", "kind: NetworkAttachmentDefinition"} {
+		i := strings.Index(out, s)
+		if i < 0 || i < last {
+			t.Fatalf("%q missing or out of order in the dry run:\n%s", s, out)
+		}
+		last = i
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kubevirt"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/multus"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/node"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/nodeagent"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/plan"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/timeline"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/wait"
@@ -106,6 +107,33 @@ func (c *Cluster) planExisting(p *plan.Plan) {
 		return nil
 	})
 	c.planSweep(p)
+	if img := c.cfg.Cluster.NodeAgentImage; img != "" {
+		c.planNodeAgent(p, img)
+	}
+}
+
+// planNodeAgent runs the suite's image on every node as the node agent
+// (after the sweep, which would delete it) and observes each VLAN node
+// through the agent on it.
+func (c *Cluster) planNodeAgent(p *plan.Plan, image string) {
+	ns, ds := nodeagent.Render(image)
+	p.Add("apply", "the node agent: namespace "+ns.Name+" and DaemonSet "+ds.Name+" of the suite's image "+image+" on every node (hostNetwork, every capability dropped, user 65534); deleted at the end", ds,
+		func(ctx context.Context) error {
+			c.agent = true
+			return nodeagent.Deploy(ctx, c.kube, image)
+		})
+	p.Wait(nodeagent.ReadyStage(c.kube, c.nodes.Names, c.timeouts["nodes"]))
+	p.Add("node", "every VLAN node observed through the agent's pod on it (pods/exec: `conformance node observe`): links, routes, bridges, br100's FDB, the uplink's driver", nil,
+		func(ctx context.Context) error {
+			pods, _, err := nodeagent.Pods(ctx, c.kube)
+			if err != nil {
+				return err
+			}
+			for _, n := range c.nodes.Bridge {
+				n.Through(nodeagent.Pod{Kube: c.kube, Name: pods[n.Name()]})
+			}
+			return nil
+		})
 }
 
 // planKind makes (or finds) the kind cluster, loads the image archives and,

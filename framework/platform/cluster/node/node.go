@@ -1,7 +1,8 @@
 // Package node is a Kubernetes node of the cluster tier. In a kind cluster
 // it is a node container: its network namespace and file system are reached
 // from the host through /proc/<pid> of its init process. On an existing
-// cluster the suite has no such access: only what the API shows.
+// cluster the suite has no such access: only what the API shows, and what
+// a node agent on it observes (framework/platform/cluster/nodeagent).
 package node
 
 import (
@@ -13,6 +14,7 @@ import (
 
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/fabric"
+	"github.com/cozystack/vlan-conformance/framework/nodenet"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 )
 
@@ -24,6 +26,9 @@ type Node struct {
 	pid  int               // 0: not reachable from here (an existing cluster)
 	fab  *fabric.NodeNetns // the guide's step 1 in this node (kind only)
 	addr netip.Prefix
+	// agent answers nodenet's read-only observations on a node the suite
+	// cannot enter (an existing cluster's, with --node-agent-image).
+	agent nodenet.Agent
 }
 
 var _ platform.Node = (*Node)(nil)
@@ -75,6 +80,13 @@ func (n *Node) WithoutPlugin(_ context.Context, plugin string) (func() error, er
 	}
 	return func() error { return os.Rename(hidden, p) }, nil
 }
+
+// Through gives the node the agent running on it.
+func (n *Node) Through(a nodenet.Agent) { n.agent = a }
+
+// Agent is the node agent on the node (nil: none, or a kind node the
+// suite enters itself).
+func (n *Node) Agent() nodenet.Agent { return n.agent }
 
 // Step1 is the guide's step 1 in the node (nil on an existing cluster).
 func (n *Node) Step1() *fabric.NodeNetns { return n.fab }

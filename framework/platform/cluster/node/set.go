@@ -44,6 +44,15 @@ func (s *Set) ByName(name string) *Node {
 	return nil
 }
 
+// Names are the bridge nodes' names.
+func (s *Set) Names() []string {
+	var out []string
+	for _, n := range s.Bridge {
+		out = append(out, n.name)
+	}
+	return out
+}
+
 // BridgeNodes are the guide's bridge nodes as specs see them.
 func (s *Set) BridgeNodes() []platform.Node {
 	var out []platform.Node

@@ -1,0 +1,43 @@
+package nodeagent
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
+)
+
+// The agent runs in each node's own network namespace with nothing it
+// does not need (docs/cluster-tier.md lists the same): the observations
+// are netlink dumps and ETHTOOL_GDRVINFO, which need no capability.
+func TestTheAgentRunsInTheNodesNamespaceWithNoPrivilege(t *testing.T) {
+	ns, ds := Render("localhost/vcf/conformance:abc")
+	if ns.Labels[kube.OwnedLabel] != "true" || ds.Labels[kube.OwnedLabel] != "true" {
+		t.Errorf("namespace %v, DaemonSet %v: the suite's own objects carry %s (the sweep finds them)", ns.Labels, ds.Labels, kube.OwnedLabel)
+	}
+	if ns.Labels["pod-security.kubernetes.io/enforce"] != "privileged" {
+		t.Error("a hostNetwork pod is refused in a namespace under the baseline pod security profile")
+	}
+	pod := ds.Spec.Template.Spec
+	if !pod.HostNetwork {
+		t.Error("the agent must run in the node's network namespace")
+	}
+	if len(pod.Tolerations) != 1 || pod.Tolerations[0].Operator != corev1.TolerationOpExists {
+		t.Errorf("tolerations %v: the agent must run on every node, tainted or not", pod.Tolerations)
+	}
+	c := pod.Containers[0]
+	sc := c.SecurityContext
+	if c.Image != "localhost/vcf/conformance:abc" || c.Command[0] != binary {
+		t.Errorf("container %s %v", c.Image, c.Command)
+	}
+	if sc.Capabilities == nil || len(sc.Capabilities.Add) != 0 || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
+		t.Errorf("capabilities %+v: want every one dropped, none added", sc.Capabilities)
+	}
+	if sc.Privileged != nil || *sc.AllowPrivilegeEscalation || !*sc.RunAsNonRoot || !*sc.ReadOnlyRootFilesystem {
+		t.Errorf("security context %+v", sc)
+	}
+	if *pod.AutomountServiceAccountToken {
+		t.Error("the agent never calls the API: it gets no token")
+	}
+}

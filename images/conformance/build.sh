@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Builds the suite's own image: the driver (cmd/conformance, static) at
+# /conformance, no base. An existing cluster's nodes run it as the node
+# agent (`conformance node wait`, --node-agent-image); the suite asks it
+# for observations through pods/exec (framework/platform/cluster/nodeagent).
+# Tagged by the binary's content, so a cluster never runs an agent older
+# than the suite asking it: -> $OFFLINE_CACHE/images/conformance.tar and
+# its reference in conformance.ref.
+set -euo pipefail
+# shellcheck source=images/imgtool/lib.sh
+source "$(dirname "$0")/../imgtool/lib.sh"
+offline_init conformance
+offline_lock conformance
+
+# Its own build, CGO_ENABLED=0 (offline_init): the image has no libc. The
+# flags are make's, so the build cache is shared with bin/conformance.
+out=$BIN/conformance/conformance
+mkdir -p "$(dirname "$out")"
+go build -o "$out" ./cmd/conformance
+sum=$(sha256sum <"$out" | cut -c1-64)
+ref=$LOCAL_REGISTRY/conformance:${sum:0:12}
+# 65534 (nobody): the agent reads netlink and ethtool, which need no privilege.
+build_image conformance "conformance=$sum" --tag "$ref" \
+	--add "$out:/conformance:0755" --entrypoint '["/conformance"]' --user 65534:65534
+printf '%s\n' "$ref" >"$IMAGES/conformance.ref"
+echo "==> conformance image: $ref"
+offline_done
