@@ -77,7 +77,7 @@ func mainCode() int {
 	case "afterwards":
 		return afterwards(os.Stdout, os.Args[2:])
 	case "node":
-		return node(os.Stdout, os.Stderr, os.Args[2:])
+		return node(os.Stdin, os.Stdout, os.Stderr, os.Args[2:])
 	case "controls":
 		for _, c := range controls.All() {
 			tier := c.TierName()

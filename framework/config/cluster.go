@@ -125,7 +125,7 @@ func registerCluster(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&cl.Guest.KernelArgs, "guest-kernel-args", "console=ttyS0", "cluster tier, with --guest-kernel-boot: the kernel command line")
 	fs.StringVar(&cl.Workload, "workload", "vm", "cluster tier: vm (KubeVirt VMs, as the guide) or pod (pods attached by Multus; KubeVirt is not installed and VM claims skip)")
 	fs.StringVar(&cl.Trunk, "trunk", "auto", "cluster tier: tagged (uplink.100, needs 8021q), untagged (access mode: the trunk carries the VLAN untagged; tag claims skip) or auto (tagged when the kernel has 8021q; on an existing cluster, tagged as the guide)")
-	fs.StringVar(&cl.NodeAgentImage, "node-agent-image", "", "cluster tier, existing cluster (--kubeconfig): the suite's image (make conformance-image), run on every node as the node agent (DaemonSet vcf-node-agent, hostNetwork, no capabilities) so the suite observes the nodes' links, routes, bridges and br100's FDB; empty: those are not observable")
+	fs.StringVar(&cl.NodeAgentImage, "node-agent-image", "", "cluster tier, existing cluster (--kubeconfig): the suite's image (make conformance-image), run on every node as the node agent (DaemonSet vcf-node-agent, hostNetwork, capabilities NET_RAW and NET_ADMIN only) so the suite observes the nodes (links, routes, bridges, br100's FDB, pings, a TCP service, captures on the uplink); empty: those are not observable")
 	fs.StringVar(&cl.Timeouts, "stage-timeouts", "", "cluster tier: readiness stage timeouts overriding the defaults, e.g. kubevirt=20m,vmi=15m (stages: nodes, multus, kubevirt, nad, vmi)")
 }
 

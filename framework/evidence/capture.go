@@ -5,9 +5,11 @@
 package evidence
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -28,6 +30,10 @@ type Point struct {
 	Netns string // path of the network namespace ("" = this process's)
 	Iface string
 	Label string // human name for reports, e.g. "trunk (gateway side of node-a)"
+	// Via captures on Iface where the suite cannot open a socket itself
+	// (an existing cluster's node, through its node agent); nil: here,
+	// in Netns.
+	Via Tap
 	// Err says why the point cannot be captured on. Wrapping
 	// ErrNotObservable it is a platform that cannot see there (a skip);
 	// any other error is a failure: a point the suite should see and
@@ -56,10 +62,19 @@ func NotObservableOn(what, node string) error {
 // were already queued.
 const captureDrain = 200 * time.Millisecond
 
+// A Tap captures for the suite on an interface it cannot open a socket
+// on itself: Tap returns once the capture runs, and stop ends it and
+// hands back every frame, as Capture would have recorded them. One that
+// also has MTU(iface) (int, error) gives the point's MTU.
+type Tap interface {
+	Tap(ctx context.Context, iface string) (stop func() (Frames, error), err error)
+}
+
 // Capture records every frame crossing one Point until Stop.
 type Capture struct {
 	point   Point
 	fd      int
+	remote  func() (Frames, error) // a capture through Point.Via: its stop
 	file    string
 	mu      sync.Mutex
 	frames  []Frame
@@ -76,6 +91,13 @@ func StartCapture(p Point, pcapPath string) (*Capture, error) {
 		return nil, fmt.Errorf("capture at %s: %w", p, p.Err)
 	case p.Iface == "":
 		return nil, fmt.Errorf("capture at %s: %w", p, ErrNotObservable)
+	}
+	if p.Via != nil {
+		stop, err := p.Via.Tap(context.Background(), p.Iface)
+		if err != nil {
+			return nil, fmt.Errorf("capture on %s: %w", p, err)
+		}
+		return &Capture{point: p, remote: stop, file: pcapPath}, nil
 	}
 	var fd int
 	err := nsexec.Do(p.Netns, func() error {
@@ -138,7 +160,8 @@ func (c *Capture) loop() {
 	}
 }
 
-// Frames returns what has been captured so far.
+// Frames returns what has been captured so far (through a Tap: nothing
+// before Stop).
 func (c *Capture) Frames() Frames {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -147,9 +170,19 @@ func (c *Capture) Frames() Frames {
 
 // Stop ends the capture, writes the pcap file if asked, and returns the frames.
 func (c *Capture) Stop() (Frames, error) {
-	c.stopAt.Store(time.Now().UnixNano())
-	c.stopped.Store(true)
-	<-c.done
+	if c.remote != nil {
+		frames, err := c.remote()
+		if err != nil {
+			return frames, fmt.Errorf("capture on %s: %w", c.point, err)
+		}
+		c.mu.Lock()
+		c.frames = frames
+		c.mu.Unlock()
+	} else {
+		c.stopAt.Store(time.Now().UnixNano())
+		c.stopped.Store(true)
+		<-c.done
+	}
 	frames := c.Frames()
 	if c.file == "" {
 		return frames, nil
@@ -167,17 +200,46 @@ func (fs Frames) WritePcap(path string) error {
 		return err
 	}
 	defer f.Close()
-	w := pcapgo.NewWriter(f)
-	if err := w.WriteFileHeader(65536, layers.LinkTypeEthernet); err != nil {
+	if err := fs.Pcap(f); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// Pcap writes the frames to w as a pcap stream (Ethernet link type).
+func (fs Frames) Pcap(w io.Writer) error {
+	pw := pcapgo.NewWriter(w)
+	if err := pw.WriteFileHeader(65536, layers.LinkTypeEthernet); err != nil {
 		return err
 	}
 	for _, fr := range fs {
 		ci := gopacket.CaptureInfo{Timestamp: fr.Time, CaptureLength: len(fr.Raw), Length: len(fr.Raw)}
-		if err := w.WritePacket(ci, fr.Raw); err != nil {
+		if err := pw.WritePacket(ci, fr.Raw); err != nil {
 			return err
 		}
 	}
-	return f.Close()
+	return nil
+}
+
+// ReadPcap is the frames of a pcap stream, each at its recorded time.
+func ReadPcap(r io.Reader) (Frames, error) {
+	pr, err := pcapgo.NewReader(r)
+	if err != nil {
+		return nil, err
+	}
+	var out Frames
+	for {
+		data, ci, err := pr.ReadPacketData()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		f := Decode(data)
+		f.Time = ci.Timestamp
+		out = append(out, f)
+	}
 }
 
 // tpacket_auxdata: status u32, len u32, snaplen u32, mac u16, net u16,
@@ -223,6 +285,18 @@ func (p Point) MTU() (int, error) {
 		return 0, fmt.Errorf("MTU of %s: %w", p, p.Err)
 	case p.Iface == "":
 		return 0, fmt.Errorf("MTU of %s: %w", p, ErrNotObservable)
+	case p.Via != nil:
+		m, ok := p.Via.(interface {
+			MTU(iface string) (int, error)
+		})
+		if !ok {
+			return 0, fmt.Errorf("MTU of %s: %w", p, ErrNotObservable)
+		}
+		mtu, err := m.MTU(p.Iface)
+		if err != nil {
+			return 0, fmt.Errorf("MTU of %s: %w", p, err)
+		}
+		return mtu, nil
 	}
 	mtu := 0
 	err := nsexec.Do(p.Netns, func() error {

@@ -11,6 +11,7 @@ package nodenet
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 
 	"github.com/cozystack/vlan-conformance/framework/evidence"
@@ -27,23 +28,33 @@ func in(n platform.Node, what string) (*fabric.NodeNetns, error) {
 	return nil, evidence.NotObservableOn(what, n.Name())
 }
 
-// Ping pings dst from the node.
+// Ping pings dst from the node: in its namespace, or by its agent (the
+// same probe.Ping, its send error then as text).
 func Ping(ctx context.Context, n platform.Node, dst netip.Addr, opts ...probe.PingOption) (probe.PingResult, error) {
-	nn, err := in(n, "ping")
-	if err != nil {
-		return probe.PingResult{}, err
+	if nn := n.Step1(); nn != nil {
+		return probe.Ping(ctx, nn.Netns, dst, opts...)
 	}
-	return probe.Ping(ctx, nn.Netns, dst, opts...)
+	o := probe.NewPingOptions(opts...)
+	r, err := remote[pingReply](ctx, n, "ping", Observation{What: "ping", To: dst, Ping: &o})
+	res := probe.PingResult{Sent: r.Sent, Received: r.Received, Replies: r.Replies}
+	if r.Err != "" {
+		res.Err = errors.New(r.Err)
+	}
+	return res, err
 }
 
 // Serve offers a TCP service on the node's VLAN address (VLAN-04/05: "a
 // host-side service on the parent IP").
-func Serve(_ context.Context, n platform.Node) (probe.Service, error) {
-	nn, err := in(n, "a TCP service")
-	if err != nil {
-		return nil, err
+func Serve(ctx context.Context, n platform.Node) (probe.Service, error) {
+	if nn := n.Step1(); nn != nil {
+		return probe.Serve(nn.Netns, n.Address().Addr())
 	}
-	return probe.Serve(nn.Netns, n.Address().Addr())
+	if a, ok := n.(agented); ok && a.Agent() != nil {
+		if s, ok := a.Agent().(Server); ok && n.Address().IsValid() {
+			return s.Serve(ctx, n.Address().Addr())
+		}
+	}
+	return nil, evidence.NotObservableOn("a TCP service", n.Name())
 }
 
 // BridgeFDB reads what br100 has learned or owns, per port (ARP-06, ARP-08).
@@ -59,12 +70,9 @@ func Bridges(ctx context.Context, n platform.Node) (map[string][]string, error) 
 
 // DeleteBridge removes a bridge a spec caused (the bridge plugin makes one
 // a NAD names and never removes it).
-func DeleteBridge(_ context.Context, n platform.Node, name string) error {
-	nn, err := in(n, "deleting a bridge")
-	if err != nil {
-		return err
-	}
-	return fabric.DeleteBridge(nn.Handle, n.Name(), name)
+func DeleteBridge(ctx context.Context, n platform.Node, name string) error {
+	_, err := read[struct{}](ctx, n, "deleting a bridge", Observation{What: "delete-bridge", Iface: name})
+	return err
 }
 
 // BridgeParent redoes step 1 on a node provisioned for macvlan, as netplan

@@ -19,7 +19,8 @@ mkdir -p "$(dirname "$out")"
 go build -o "$out" ./cmd/conformance
 sum=$(sha256sum <"$out" | cut -c1-64)
 ref=$LOCAL_REGISTRY/conformance:${sum:0:12}
-# 65534 (nobody): the agent reads netlink and ethtool, which need no privilege.
+# 65534 (nobody) unless told otherwise: the agent's DaemonSet runs it as
+# root, for the two capabilities it adds (nodeagent.Render says why).
 build_image conformance "conformance=$sum" --tag "$ref" \
 	--add "$out:/conformance:0755" --entrypoint '["/conformance"]' --user 65534:65534
 printf '%s\n' "$ref" >"$IMAGES/conformance.ref"

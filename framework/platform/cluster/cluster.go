@@ -161,7 +161,16 @@ func (c *Cluster) Untagged() (bool, string) {
 	return c.cabling.Untagged()
 }
 
-func (c *Cluster) Trunk(pn platform.Node) evidence.Point { return c.cabling.Trunk(pn) }
+// Trunk is the switch port of a kind node's trunk (the gateway's side),
+// or an existing cluster's node's uplink seen through its agent.
+func (c *Cluster) Trunk(pn platform.Node) evidence.Point {
+	if n := c.nodes.ByName(pn.Name()); n != nil {
+		if at, ok := n.Uplink(); ok {
+			return at
+		}
+	}
+	return c.cabling.Trunk(pn)
+}
 
 // Dump writes, for a failed spec, the workloads' state (workload.Dump) and
 // `ip` and `bridge` state from every node and the gateway. It also marks
@@ -174,8 +183,11 @@ func (c *Cluster) Dump(ctx context.Context, dir string) error {
 	var b strings.Builder
 	c.Workloads.Dump(ctx, dir, &b)
 	for _, n := range c.nodes.Bridge {
-		if n.Reachable() {
+		switch {
+		case n.Reachable():
 			fmt.Fprintf(&b, "node %s: %s\n", n.Name(), node.WriteCommands(ctx, filepath.Join(dir, "node-"+n.Name()+".txt"), n.NetnsPath()))
+		case n.Agent() != nil:
+			fmt.Fprintf(&b, "node %s: %s\n", n.Name(), nodeagent.Dump(ctx, n.Agent(), filepath.Join(dir, "node-"+n.Name()+".json")))
 		}
 	}
 	if gw := c.cabling.GatewayNetns(); gw != "" {

@@ -12,20 +12,7 @@ import (
 // in order (fixtures/cluster/dry-run.golden; the driver's output is checked
 // against the same file by `make cluster-dry-run`).
 func TestDryRunGolden(t *testing.T) {
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	cfg := config.Register(fs)
-	if err := fs.Parse([]string{"--tier=cluster", "--dry-run"}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := NewDryRun(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	if err := DryRun(&b, c); err != nil {
-		t.Fatal(err)
-	}
-	out := b.String()
+	out := dryRun(t)
 	golden(t, "dry-run.golden", out)
 	// Order: cluster, cabling, plugins, Multus, KubeVirt, then the guide's objects.
 	last := -1
@@ -40,20 +27,7 @@ func TestDryRunGolden(t *testing.T) {
 }
 
 func TestDryRunExistingCluster(t *testing.T) {
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	cfg := config.Register(fs)
-	if err := fs.Parse([]string{"--tier=cluster", "--dry-run", "--kubeconfig=/nonexistent/kubeconfig", "--gateway=203.0.113.254"}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := NewDryRun(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	if err := DryRun(&b, c); err != nil {
-		t.Fatal(err)
-	}
-	out := b.String()
+	out := dryRun(t, "--kubeconfig=/nonexistent/kubeconfig", "--gateway=203.0.113.254")
 	for _, absent := range []string{"kind: create", "Multus thick", "KubeVirt operator", "gateway netns", "kind delete"} {
 		if strings.Contains(out, absent) {
 			t.Fatalf("an existing cluster gets no %q:\n%s", absent, out)
@@ -68,9 +42,23 @@ func TestDryRunExistingCluster(t *testing.T) {
 // sweep (which would delete it) and before any spec, and prints its
 // DaemonSet in full.
 func TestDryRunExistingClusterWithNodeAgent(t *testing.T) {
+	out := dryRun(t, "--kubeconfig=/nonexistent/kubeconfig", "--node-agent-image=registry.example/vcf/conformance:1")
+	last := -1
+	for _, s := range []string{"tenant namespaces a killed run left", "the node agent: namespace vcf-node-agent", "kind: DaemonSet", "image: registry.example/vcf/conformance:1", "hostNetwork: true", "stage node-agent", "observed through the agent's pod", "kind: NetworkAttachmentDefinition"} {
+		i := strings.Index(out, s)
+		if i < 0 || i < last {
+			t.Fatalf("%q missing or out of order in the dry run:\n%s", s, out)
+		}
+		last = i
+	}
+}
+
+// dryRun is what --dry-run prints for a cluster run with args.
+func dryRun(t *testing.T, args ...string) string {
+	t.Helper()
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	cfg := config.Register(fs)
-	if err := fs.Parse([]string{"--tier=cluster", "--dry-run", "--kubeconfig=/nonexistent/kubeconfig", "--node-agent-image=registry.example/vcf/conformance:1"}); err != nil {
+	if err := fs.Parse(append([]string{"--tier=cluster", "--dry-run"}, args...)); err != nil {
 		t.Fatal(err)
 	}
 	c, err := NewDryRun(cfg, nil)
@@ -81,13 +69,5 @@ func TestDryRunExistingClusterWithNodeAgent(t *testing.T) {
 	if err := DryRun(&b, c); err != nil {
 		t.Fatal(err)
 	}
-	out := b.String()
-	last := -1
-	for _, s := range []string{"tenant namespaces a killed run left", "the node agent: namespace vcf-node-agent", "kind: DaemonSet", "image: registry.example/vcf/conformance:1", "hostNetwork: true", "stage node-agent", "observed through the agent's pod", "kind: NetworkAttachmentDefinition"} {
-		i := strings.Index(out, s)
-		if i < 0 || i < last {
-			t.Fatalf("%q missing or out of order in the dry run:\n%s", s, out)
-		}
-		last = i
-	}
+	return b.String()
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 
 	"github.com/cozystack/vlan-conformance/framework/gateway"
+	"github.com/cozystack/vlan-conformance/framework/nodenet"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kind"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kubevirt"
@@ -117,13 +118,13 @@ func (c *Cluster) planExisting(p *plan.Plan) {
 // through the agent on it.
 func (c *Cluster) planNodeAgent(p *plan.Plan, image string) {
 	ns, ds := nodeagent.Render(image)
-	p.Add("apply", "the node agent: namespace "+ns.Name+" and DaemonSet "+ds.Name+" of the suite's image "+image+" on every node (hostNetwork, every capability dropped, user 65534); deleted at the end", ds,
+	p.Add("apply", "the node agent: namespace "+ns.Name+" and DaemonSet "+ds.Name+" of the suite's image "+image+" on every node (hostNetwork; every capability dropped but NET_RAW and NET_ADMIN); deleted at the end", ds,
 		func(ctx context.Context) error {
 			c.agent = true
 			return nodeagent.Deploy(ctx, c.kube, image)
 		})
 	p.Wait(nodeagent.ReadyStage(c.kube, c.nodes.Names, c.timeouts["nodes"]))
-	p.Add("node", "every VLAN node observed through the agent's pod on it (pods/exec: `conformance node observe`): links, routes, bridges, br100's FDB, the uplink's driver", nil,
+	p.Add("node", "every VLAN node observed through the agent's pod on it (pods/exec: `conformance node observe`, `conformance node capture`): links, routes, bridges, br100's FDB, the uplink's driver, captures on uplink.100 and the uplink; step 1's links and br100's address found", nil,
 		func(ctx context.Context) error {
 			pods, _, err := nodeagent.Pods(ctx, c.kube)
 			if err != nil {
@@ -131,6 +132,13 @@ func (c *Cluster) planNodeAgent(p *plan.Plan, image string) {
 			}
 			for _, n := range c.nodes.Bridge {
 				n.Through(nodeagent.Pod{Kube: c.kube, Name: pods[n.Name()]})
+				links, err := nodenet.Links(ctx, n)
+				if err != nil {
+					return err
+				}
+				if err := n.Observed(links); err != nil {
+					return err
+				}
 			}
 			return nil
 		})

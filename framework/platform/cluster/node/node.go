@@ -27,8 +27,12 @@ type Node struct {
 	fab  *fabric.NodeNetns // the guide's step 1 in this node (kind only)
 	addr netip.Prefix
 	// agent answers nodenet's read-only observations on a node the suite
-	// cannot enter (an existing cluster's, with --node-agent-image).
-	agent nodenet.Agent
+	// cannot enter (an existing cluster's, with --node-agent-image), and
+	// captures there (tap); parent and uplink are step 1's links as it
+	// found them (Observed).
+	agent          nodenet.Agent
+	tap            evidence.Tap
+	parent, uplink string
 }
 
 var _ platform.Node = (*Node)(nil)
@@ -61,6 +65,9 @@ func (n *Node) HostPath(p string) string {
 }
 
 func (n *Node) ParentPoint() evidence.Point {
+	if n.pid == 0 && n.tap != nil && n.parent != "" {
+		return evidence.Point{Iface: n.parent, Via: n.tap, Label: n.parent + " on " + n.name + " (its agent's capture)"}
+	}
 	if n.pid == 0 {
 		return evidence.Point{Label: "uplink.100 on " + n.name + " (not observable)"}
 	}
@@ -82,7 +89,39 @@ func (n *Node) WithoutPlugin(_ context.Context, plugin string) (func() error, er
 }
 
 // Through gives the node the agent running on it.
-func (n *Node) Through(a nodenet.Agent) { n.agent = a }
+func (n *Node) Through(a nodenet.Agent) {
+	n.agent = a
+	n.tap, _ = a.(evidence.Tap)
+}
+
+// Observed records what the agent found of step 1: br100's VLAN port and
+// the uplink under it, and br100's address where the node's was unknown.
+func (n *Node) Observed(links map[string]evidence.Link) error {
+	parent, uplink, err := nodenet.Step1Links(links)
+	if err != nil {
+		return fmt.Errorf("node %s: %w", n.name, err)
+	}
+	n.parent, n.uplink = parent, uplink
+	if br, ok := links[fabric.BridgeName]; ok && !n.addr.IsValid() {
+		for _, a := range br.Addrs {
+			if a.Addr().Is4() {
+				n.addr = a
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// Uplink is where the node's VLAN frames leave it, seen through its agent
+// (an existing cluster's node: the node's side of the vendor's switch
+// port); ok false without one.
+func (n *Node) Uplink() (at evidence.Point, ok bool) {
+	if n.tap == nil || n.uplink == "" {
+		return evidence.Point{}, false
+	}
+	return evidence.Point{Iface: n.uplink, Via: n.tap, Label: "uplink " + n.uplink + " of " + n.name + " (its agent's capture)"}, true
+}
 
 // Agent is the node agent on the node (nil: none, or a kind node the
 // suite enters itself).

@@ -14,9 +14,15 @@ package nodeagent
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -27,9 +33,11 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 
+	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/nodenet"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/wait"
+	"github.com/cozystack/vlan-conformance/framework/probe"
 )
 
 // Name is the agent's namespace, DaemonSet and container; a run deletes
@@ -42,14 +50,18 @@ const binary = "/conformance"
 
 // Render is the agent's namespace and DaemonSet, running image on every
 // node. Pod security: the namespace admits privileged pods (hostNetwork is
-// not in the baseline profile Talos enforces by default); the container
-// itself drops every capability, since what it reads needs none: netlink
-// dumps of links, addresses, routes and br100's FDB, and ETHTOOL_GDRVINFO.
+// not in the baseline profile Talos enforces by default). The container
+// drops every capability but NET_RAW (its captures' AF_PACKET sockets,
+// its pings' raw ICMP socket) and NET_ADMIN (deleting the bridge a spec's
+// NAD made the bridge plugin create, VLAN-14's); what it reads needs none
+// (netlink dumps of links, addresses, routes and br100's FDB,
+// ETHTOOL_GDRVINFO). It runs as root because Kubernetes gives an added
+// capability to root only.
 func Render(image string) (*corev1.Namespace, *appsv1.DaemonSet) {
 	labels := map[string]string{"app.kubernetes.io/name": Name}
 	ns := kube.RenderNamespace(Name)
 	ns.Labels["pod-security.kubernetes.io/enforce"] = "privileged"
-	no, yes, nobody := false, true, int64(65534)
+	no, yes, root := false, true, int64(0)
 	grace := int64(1)
 	ds := &appsv1.DaemonSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
@@ -69,9 +81,8 @@ func Render(image string) (*corev1.Namespace, *appsv1.DaemonSet) {
 						ImagePullPolicy: corev1.PullIfNotPresent,
 						Command:         []string{binary, "node", "wait"},
 						SecurityContext: &corev1.SecurityContext{
-							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-							RunAsUser:                &nobody,
-							RunAsNonRoot:             &yes,
+							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: []corev1.Capability{"NET_RAW", "NET_ADMIN"}},
+							RunAsUser:                &root,
 							ReadOnlyRootFilesystem:   &yes,
 							AllowPrivilegeEscalation: &no,
 						},
@@ -206,10 +217,11 @@ var _ nodenet.Agent = Pod{}
 // Observe runs `conformance node observe` in the agent's container and
 // returns what it printed; its stderr is the error when it fails.
 func (p Pod) Observe(ctx context.Context, o nodenet.Observation) ([]byte, error) {
-	cmd := []string{binary, "node", "observe", o.What}
-	if o.Iface != "" {
-		cmd = append(cmd, "--iface="+o.Iface)
+	req, err := json.Marshal(o)
+	if err != nil {
+		return nil, err
 	}
+	cmd := []string{binary, "node", "observe", string(req)}
 	var stdout, stderr bytes.Buffer
 	if err := p.exec(ctx, cmd, &stdout, &stderr); err != nil {
 		if msg := strings.TrimSpace(stderr.String()); msg != "" {
@@ -220,11 +232,184 @@ func (p Pod) Observe(ctx context.Context, o nodenet.Observation) ([]byte, error)
 	return stdout.Bytes(), nil
 }
 
-// exec runs cmd in the pod: over a websocket, or SPDY where the API
-// server offers only that.
+var (
+	_ evidence.Tap   = Pod{}
+	_ nodenet.Server = Pod{}
+)
+
+// Tap captures on the node's iface with `conformance node capture`, the
+// suite's own capture run in the agent: it returns once the agent's socket
+// is bound, and stop closes the agent's stdin and reads the pcap it then
+// writes.
+func (p Pod) Tap(ctx context.Context, iface string) (func() (evidence.Frames, error), error) {
+	s, err := p.start(ctx, []string{binary, "node", "capture", "--iface=" + iface}, nodenet.Capturing)
+	if err != nil {
+		return nil, err
+	}
+	return func() (evidence.Frames, error) {
+		if err := s.end(); err != nil {
+			return nil, err
+		}
+		return evidence.ReadPcap(strings.NewReader(s.stdout.String()))
+	}, nil
+}
+
+// MTU is iface's MTU as the agent reads the node's links.
+func (p Pod) MTU(iface string) (int, error) {
+	out, err := p.Observe(context.Background(), nodenet.Observation{What: "links"})
+	if err != nil {
+		return 0, err
+	}
+	var links map[string]evidence.Link
+	if err := json.Unmarshal(out, &links); err != nil {
+		return 0, err
+	}
+	l, ok := links[iface]
+	if !ok {
+		return 0, fmt.Errorf("no link %s on the node", iface)
+	}
+	return l.MTU, nil
+}
+
+// Serve offers a TCP service on the node's addr with `conformance node
+// serve`, the suite's own service run in the agent.
+func (p Pod) Serve(ctx context.Context, addr netip.Addr) (probe.Service, error) {
+	s, err := p.start(ctx, []string{binary, "node", "serve", "--addr=" + addr.String()}, nodenet.Serving)
+	if err != nil {
+		return nil, err
+	}
+	at, err := netip.ParseAddrPort(strings.TrimPrefix(s.stderr.first(), nodenet.Serving))
+	if err != nil {
+		s.end()
+		return nil, s.fail(fmt.Errorf("its address: %w", err))
+	}
+	return &service{session: s, addr: at}, nil
+}
+
+// service is the agent's TCP service as the suite sees it.
+type service struct {
+	*session
+	addr netip.AddrPort
+}
+
+func (v *service) Addr() netip.AddrPort { return v.addr }
+func (v *service) Close() error         { return v.end() }
+
+// Accepted are the peers the agent printed so far.
+func (v *service) Accepted() []netip.AddrPort {
+	var out []netip.AddrPort
+	for _, l := range strings.Split(v.stdout.String(), "\n") {
+		if a, err := netip.ParseAddrPort(strings.TrimSpace(l)); err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// session is an agent command that runs until the suite closes its stdin.
+type session struct {
+	pod    Pod
+	cmd    []string
+	feed   *io.PipeWriter
+	stdout lines
+	stderr lines
+	ended  chan error
+	once   sync.Once
+	err    error
+}
+
+// start runs cmd in the pod and returns once it says ready (a line of its
+// stderr starting so).
+func (p Pod) start(ctx context.Context, cmd []string, ready string) (*session, error) {
+	stdin, feed := io.Pipe()
+	s := &session{pod: p, cmd: cmd, feed: feed, ended: make(chan error, 1)}
+	s.stderr.watch(ready)
+	// It outlives the spec's context (its cleanup stops it): closing its
+	// stdin ends it, and the agent's own bound a session never closed.
+	ctx = context.WithoutCancel(ctx)
+	go func() { s.ended <- p.stream(ctx, cmd, stdin, &s.stdout, &s.stderr) }()
+	select {
+	case <-s.stderr.seen:
+		return s, nil
+	case err := <-s.ended:
+		return nil, s.fail(fmt.Errorf("ended before it was ready: %v", err))
+	case <-time.After(readyWithin):
+		feed.Close()
+		return nil, s.fail(fmt.Errorf("not ready after %s", readyWithin))
+	}
+}
+
+// end closes the command's stdin and waits for it to exit.
+func (s *session) end() error {
+	s.once.Do(func() {
+		s.feed.Close()
+		if err := <-s.ended; err != nil {
+			s.err = s.fail(err)
+		}
+	})
+	return s.err
+}
+
+func (s *session) fail(err error) error {
+	return fmt.Errorf("%s in pod %s/%s: %s (%w)", strings.Join(s.cmd, " "), Name, s.pod.Name, strings.TrimSpace(s.stderr.String()), err)
+}
+
+// readyWithin bounds how long the agent may take to start a capture or a
+// service.
+const readyWithin = 30 * time.Second
+
+// lines keeps what a stream writes; seen closes once a line starts with
+// the watched prefix, and first is that line.
+type lines struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	prefix string
+	line   string
+	seen   chan struct{}
+}
+
+func (l *lines) watch(prefix string) { l.prefix, l.seen = prefix, make(chan struct{}) }
+
+func (l *lines) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Write(b)
+	if l.seen != nil && l.line == "" {
+		complete := strings.Split(l.buf.String(), "\n")
+		for _, s := range complete[:len(complete)-1] { // the last is unfinished
+			if strings.HasPrefix(s, l.prefix) {
+				l.line = s
+				close(l.seen)
+				break
+			}
+		}
+	}
+	return len(b), nil
+}
+
+// first is the watched line.
+func (l *lines) first() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.line
+}
+
+func (l *lines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// exec runs cmd in the pod.
 func (p Pod) exec(ctx context.Context, cmd []string, stdout, stderr *bytes.Buffer) error {
+	return p.stream(ctx, cmd, nil, stdout, stderr)
+}
+
+// stream runs cmd in the pod, stdin (if any) fed to it: over a websocket,
+// or SPDY where the API server offers only that.
+func (p Pod) stream(ctx context.Context, cmd []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	req := p.Kube.Kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(Name).Name(p.Name).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: Name, Command: cmd, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+		VersionedParams(&corev1.PodExecOptions{Container: Name, Command: cmd, Stdin: stdin != nil, Stdout: true, Stderr: true}, scheme.ParameterCodec)
 	ws, err := remotecommand.NewWebSocketExecutor(p.Kube.Rest, "GET", req.URL().String())
 	if err != nil {
 		return err
@@ -239,5 +424,23 @@ func (p Pod) exec(ctx context.Context, cmd []string, stdout, stderr *bytes.Buffe
 	if err != nil {
 		return err
 	}
-	return ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: stdout, Stderr: stderr})
+	return ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr})
+}
+
+// Dump writes what the agent observes of its node (every read-only
+// observation but the driver, each as the agent prints it) into file, for
+// a failed spec, and says what it wrote.
+func Dump(ctx context.Context, a nodenet.Agent, file string) string {
+	var b bytes.Buffer
+	for _, what := range []string{"links", "routes", "bridges", "fdb"} {
+		out, err := a.Observe(ctx, nodenet.Observation{What: what})
+		if err != nil {
+			out, _ = json.Marshal(map[string]string{"error": err.Error()})
+		}
+		fmt.Fprintf(&b, "{%q: %s}\n", what, bytes.TrimSpace(out))
+	}
+	if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
+		return err.Error()
+	}
+	return filepath.Base(file) + " (links, routes, bridges, br100's FDB through its agent)"
 }
