@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -107,7 +109,12 @@ func (d *driver) selftestPart(ctx context.Context, part string) int {
 	clusterControlsFirst(selected)
 	var led ledger // a cluster's controls only: the lab runs every one
 	if d.cfg.Tier == "cluster" {
-		led = readLedger(d.ledgerPath())
+		var err error
+		if led, err = readLedger(d.ledgerPath()); err != nil {
+			// The order is only a fairness: a broken ledger is said, and the
+			// next run rewrites it.
+			fmt.Fprintf(os.Stderr, "selftest: %v; the controls run in the registry's order\n", err)
+		}
 	}
 	if d.timeBudget > 0 {
 		leastRecentFirst(selected, led)
@@ -339,16 +346,21 @@ func (d *driver) ledgerPath() string {
 	return filepath.Join(d.cacheDir, "selftest", d.cfg.Tier+"-"+d.cfg.Cluster.Workload+".json")
 }
 
-// readLedger returns an empty ledger where there is none or it cannot be
-// read: the order then is the registry's.
-func readLedger(path string) ledger {
+// readLedger returns an empty ledger where there is none yet or it cannot
+// be read (the order then is the registry's), and why it could not be.
+func readLedger(path string) (ledger, error) {
 	led := ledger{}
-	if b, err := os.ReadFile(path); err == nil {
-		if json.Unmarshal(b, &led) != nil {
-			return ledger{}
-		}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return led, nil
 	}
-	return led
+	if err == nil {
+		err = json.Unmarshal(b, &led)
+	}
+	if err != nil {
+		return ledger{}, fmt.Errorf("the ledger of the controls' last runs, %s: %w", path, err)
+	}
+	return led, nil
 }
 
 func (l ledger) write(path string) error {

@@ -131,7 +131,11 @@ func TestLeastRecentlyRunControlsFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := slices.Clone(registry)
-	leastRecentFirst(got, readLedger(path))
+	read, err := readLedger(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leastRecentFirst(got, read)
 	want := slices.Concat(registry[:first], registry[first+2:], []controls.Control{registry[first+1], registry[first]})
 	if ids(got) != ids(want) {
 		t.Errorf("order\n%s\nwant\n%s", ids(got), ids(want))
@@ -145,7 +149,11 @@ func TestLeastRecentlyRunControlsFirst(t *testing.T) {
 			path = filepath.Join(t.TempDir(), "none.json")
 		}
 		got := slices.Clone(registry)
-		leastRecentFirst(got, readLedger(path))
+		read, err := readLedger(path)
+		if (err != nil) != (broken != "") {
+			t.Errorf("ledger %q: error %v (none only for a ledger not written yet)", broken, err)
+		}
+		leastRecentFirst(got, read)
 		if ids(got) != ids(registry) {
 			t.Errorf("ledger %q: order %s, want the registry's %s", broken, ids(got), ids(registry))
 		}

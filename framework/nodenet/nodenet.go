@@ -4,9 +4,10 @@
 // database, the node's bridges, a bridge a spec caused deleted, step 1
 // redone on a node provisioned for macvlan. One implementation for the
 // lab's nodes and a kind cluster's, which are both such a namespace. A
-// node the suite cannot enter (an existing cluster's) answers its
-// read-only observations through a node agent running on it (Agent: the
-// same code, run there), and the rest with evidence.ErrNotObservable.
+// node the suite cannot enter (an existing cluster's) answers through a
+// node agent running on it (Agent: the same code, run there): its reads,
+// pings, a TCP service, a spec's bridge deleted; step 1 redone, which no
+// agent does, is evidence.ErrNotObservable there.
 package nodenet
 
 import (
