@@ -26,10 +26,10 @@ type Node struct {
 	pid  int               // 0: not reachable from here (an existing cluster)
 	fab  *fabric.NodeNetns // the guide's step 1 in this node (kind only)
 	addr netip.Prefix
-	// agent answers nodenet's read-only observations on a node the suite
-	// cannot enter (an existing cluster's, with --node-agent-image), and
-	// captures there (tap); parent and uplink are step 1's links as it
-	// found them (Observed).
+	// agent makes nodenet's observations on a node the suite cannot enter
+	// (an existing cluster's, with --node-agent-image), and captures there
+	// (tap); parent and uplink are step 1's links as it found them
+	// (Observed).
 	agent          nodenet.Agent
 	tap            evidence.Tap
 	parent, uplink string
@@ -97,11 +97,6 @@ func (n *Node) Through(a nodenet.Agent) {
 // Observed records what the agent found of step 1: br100's VLAN port and
 // the uplink under it, and br100's address where the node's was unknown.
 func (n *Node) Observed(links map[string]evidence.Link) error {
-	parent, uplink, err := nodenet.Step1Links(links)
-	if err != nil {
-		return fmt.Errorf("node %s: %w", n.name, err)
-	}
-	n.parent, n.uplink = parent, uplink
 	if br, ok := links[fabric.BridgeName]; ok && !n.addr.IsValid() {
 		for _, a := range br.Addrs {
 			if a.Addr().Is4() {
@@ -110,6 +105,11 @@ func (n *Node) Observed(links map[string]evidence.Link) error {
 			}
 		}
 	}
+	parent, uplink, err := nodenet.Step1Links(links)
+	if err != nil {
+		return fmt.Errorf("node %s: %w", n.name, err)
+	}
+	n.parent, n.uplink = parent, uplink
 	return nil
 }
 
