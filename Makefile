@@ -155,7 +155,7 @@ clean:
 # kind + Multus + KubeVirt; needs Docker (or --container-runtime) and a
 # registry, or --manifests-dir/--images-archive and a local node image for an
 # air-gapped run. KIND_ARGS/ARGS pass more flags (see `bin/conformance run -h`).
-.PHONY: cluster-dry-run cluster-cabling kind-up kind-down e2e-kind e2e-existing bench-cluster selftest-cluster soak-cluster
+.PHONY: cluster-dry-run cluster-cabling kind-up kind-down e2e-kind e2e-existing certify bench-cluster selftest-cluster soak-cluster
 
 # The guide's example as --dry-run prints it must match the committed golden
 # file (the unit tests check the library's output; this, the driver's).
@@ -185,10 +185,11 @@ KIND_ARGS += --kind-config=kind-config/offline.yaml --pod-network=ptp \
   --workload=$(WORKLOAD) --report-dir=reports/cluster-offline
 # The VMs boot the Debian guest (images/guest-debian: Debian's cloud-init
 # and netplan) with KubeVirt's kernelBoot, its root in the initrd.
-ifeq ($(WORKLOAD),vm)
-KIND_ARGS += --guest-image=$(LOCAL_REGISTRY)/guest-debian:$(GUEST_DEBIAN_VERSION) \
+OFFLINE_GUEST_ARGS := --guest-image=$(LOCAL_REGISTRY)/guest-debian:$(GUEST_DEBIAN_VERSION) \
   --guest-kernel-boot=/boot/vmlinux:/boot/initrd.img \
   --guest-kernel-args="console=ttyS0 quiet mitigations=off cryptomgr.notests"
+ifeq ($(WORKLOAD),vm)
+KIND_ARGS += $(OFFLINE_GUEST_ARGS)
 endif
 E2E_PREP := offline-lane
 # Disk a lane takes on the engine's data root at its peak, measured here
@@ -271,6 +272,18 @@ offline-lane: offline-images docker-engine
 e2e-existing: $(SUITE) $(DRIVER)
 	@test -n "$(KUBECONFIG)" || { echo "usage: make e2e-existing KUBECONFIG=/path/to/kubeconfig [ARGS='--gateway=... --node-agent-image=...']"; exit 2; }
 	$(DRIVER) run --tier=cluster --kubeconfig=$(KUBECONFIG) $(ARGS)
+
+# The suite run inside an existing cluster from its own image (IMAGE, by
+# default the one make conformance-image built last): a Job with a
+# least-privilege ClusterRole, its results tarball copied out to
+# reports/certify and everything it made deleted
+# (framework/platform/cluster/suitejob). FOCUS and SKIP are label filters
+# (E2E_FOCUS, E2E_SKIP): `make certify KUBECONFIG=... FOCUS='NODE-01 ||
+# VLAN-01' ARGS='--gateway=...'`. OFFLINE=1: the VMs boot the offline
+# guest image, as the offline lane's do (a cluster make kind-up made).
+certify: $(DRIVER)
+	@test -n "$(KUBECONFIG)" || { echo "usage: make certify KUBECONFIG=/path/to/kubeconfig [IMAGE=ref] [FOCUS=filter] [SKIP=filter] [OFFLINE=1] [ARGS='--gateway=... (the run's flags)']"; exit 2; }
+	$(DRIVER) certify --kubeconfig=$(KUBECONFIG) --image=$(or $(IMAGE),$$(cat $(OFFLINE_CACHE)/images/conformance.ref)) --focus='$(FOCUS)' --skip='$(SKIP)' -- $(if $(filter 1,$(OFFLINE)),$(OFFLINE_GUEST_ARGS)) $(ARGS)
 
 # Cabling kind node containers (stand-ins: processes in netns of their own);
 # needs 8021q, so it runs in the lab VM where this kernel lacks it.

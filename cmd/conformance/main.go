@@ -9,6 +9,9 @@
 //	conformance preflight                                   kernel options the lab needs, and which are missing
 //	conformance controls                                    list the negative controls
 //	conformance node      wait | observe WHAT               the node agent's side, in its pod on a node
+//	conformance certify   --kubeconfig=K --image=IMG        the run inside the cluster, its results copied out
+//	conformance job       [--hold=DUR] -- run flags          certify's Job: the run in the pod, then its tarball and done
+//	conformance results                                     the tarball on stdout, in certify's Job's pod
 package main
 
 import (
@@ -78,6 +81,12 @@ func mainCode() int {
 		return afterwards(os.Stdout, os.Args[2:])
 	case "node":
 		return node(os.Stdin, os.Stdout, os.Stderr, os.Args[2:])
+	case "certify":
+		return certifyCommand(os.Stdout, os.Stderr, os.Args[2:])
+	case "job":
+		return job(os.Stdout, os.Stderr, os.Args[2:])
+	case "results":
+		return results(resultsDir(), os.Stdout, os.Stderr)
 	case "controls":
 		for _, c := range controls.All() {
 			tier := c.TierName()
@@ -137,7 +146,7 @@ func mainCode() int {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: conformance run|selftest|bench|soak|preflight|kind-up|kind-down [flags] [-- suite flags]\n       conformance controls\n       conformance verdicts WORKLOAD=JUNIT... (WORKLOAD: vm, pod, lab)\n       conformance summary LABEL JUNIT   a lane's counts and its report's failures\n       conformance afterwards SELFTEST_DIR JUNIT   the cluster controls' claims judged by a run after them (selftest --afterwards=later)\n       conformance node wait|observe WHAT   the node agent, in its pod on a node\n  conformance run -h   lists the flags")
+	fmt.Fprintln(os.Stderr, "usage: conformance run|selftest|bench|soak|preflight|kind-up|kind-down [flags] [-- suite flags]\n       conformance controls\n       conformance verdicts WORKLOAD=JUNIT... (WORKLOAD: vm, pod, lab)\n       conformance summary LABEL JUNIT   a lane's counts and its report's failures\n       conformance afterwards SELFTEST_DIR JUNIT   the cluster controls' claims judged by a run after them (selftest --afterwards=later)\n       conformance node wait|observe WHAT   the node agent, in its pod on a node\n       conformance certify --kubeconfig=K --image=IMG [--print-manifests] [-- run flags]   the run inside the cluster, results in reports/certify\n  conformance run -h   lists the flags")
 }
 
 func (d *driver) parse() error {

@@ -95,7 +95,7 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.OldPluginDir, "old-plugin-dir", "bin/cni/v1.6.2", "directory with an older CNI plugin release (stager layouts)")
 	fs.StringVar(&c.StagerManifest, "stager-manifest", stager.DefaultManifest, "multus DaemonSet manifest whose install-cni-plugins init container is the stager subject")
 	fs.StringVar(&c.StagerImage, "stager-image", "", "the multus image install-cni-plugins runs in: a directory holding cni-plugins/, an OCI layout directory, or a `docker save` / OCI-layout / `crane export` tarball (default: the suite builds one with the 14 staged plugins of --plugin-dir, as Cozystack's Dockerfile does)")
-	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "cluster tier: an existing cluster's kubeconfig")
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "cluster tier: an existing cluster's kubeconfig; "+InCluster+": the cluster the suite runs in, by its pod's service account (conformance certify)")
 	fs.StringVar(&c.ReportDir, "report-dir", "reports", "where junit.xml, conformance.md and artifacts go")
 	fs.StringVar(&c.WorkDir, "work-dir", "", "scratch directory (default: a fresh temp dir)")
 	fs.StringVar(&c.Control, "control", "", "negative control: run the specs against a deliberately broken subject (list them with `conformance controls`)")
@@ -106,6 +106,10 @@ func Register(fs *flag.FlagSet) *Config {
 	registerCozystack(fs, c)
 	return c
 }
+
+// InCluster is the --kubeconfig that names the cluster the suite runs in,
+// by its pod's service account: `conformance certify` runs it so.
+const InCluster = "in-cluster"
 
 // Validate checks every flag and returns all problems as one error. It
 // creates nothing. The release the flags name is opened by
@@ -189,7 +193,12 @@ func (c *Config) Validate() error {
 			add("--stager-image %q: %v", c.StagerImage, err)
 		}
 	}
-	if c.Tier == "cluster" && c.Kubeconfig != "" {
+	if c.Tier == "cluster" && c.Kubeconfig == InCluster {
+		// rest.InClusterConfig's own test: a pod's environment.
+		if os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
+			add("--kubeconfig=%s: not in a pod (no KUBERNETES_SERVICE_HOST); `conformance certify` runs the suite in the cluster", InCluster)
+		}
+	} else if c.Tier == "cluster" && c.Kubeconfig != "" {
 		if _, err := os.Stat(c.Kubeconfig); err != nil {
 			add("--kubeconfig %q: %v", c.Kubeconfig, errors.Unwrap(err))
 		}

@@ -33,6 +33,7 @@ func TestValidateAcceptsTheGuide(t *testing.T) {
 }
 
 func TestValidateRejectsBadInput(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "") // this test is no pod, even when CI runs in one
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -47,6 +48,8 @@ func TestValidateRejectsBadInput(t *testing.T) {
 		{[]string{"--plugin-dir=/nonexistent"}, `--plugin-dir "/nonexistent": no bridge plugin there`},
 		{[]string{"--stager-manifest=/nonexistent.yaml"}, "--stager-manifest"},
 		{[]string{"--tier=cluster", "--kubeconfig=/nonexistent"}, "--kubeconfig"},
+		// The cluster the suite runs in is a pod's to name (certify's Job).
+		{[]string{"--tier=cluster", "--kubeconfig=in-cluster"}, "--kubeconfig=in-cluster: not in a pod"},
 		// A kind cluster's nodes the suite enters itself.
 		{[]string{"--tier=cluster", "--node-agent-image=localhost/vcf/conformance:x"}, "the node agent is for an existing cluster (--kubeconfig)"},
 		{[]string{"--control=VLAN-99/nope"}, "--control"},

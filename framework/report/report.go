@@ -253,12 +253,14 @@ func skipReason(tc TestCase, reasons map[string]skip) skip {
 			return skip{m, tc.has(NotObservableEntry)}
 		}
 	}
+	if tc.Skipped != nil && strings.TrimSpace(tc.Skipped.Message) == "skipped" {
+		// Ginkgo's bare skip: the spec was not run at all. Not its
+		// container's reason: a focused run (certify's E2E_FOCUS) counted
+		// every spec it left out of a container as not observable there.
+		return skip{reason: "not run: left out by the label filter, or skipped by an interrupt or the suite's deadline (the suite's log says which)"}
+	}
 	if r, ok := reasons[container(tc.Name)]; ok {
 		return r
-	}
-	if tc.Skipped != nil && strings.TrimSpace(tc.Skipped.Message) == "skipped" {
-		// Ginkgo's bare skip: the spec was not run at all.
-		return skip{reason: "not run: left out by the label filter, or skipped by an interrupt or the suite's deadline (the suite's log says which)"}
 	}
 	return skip{reason: "skipped in its container's setup; the suite's log has the reason"}
 }

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Builds the suite's own image: the driver (cmd/conformance, static) at
-# /conformance, no base. An existing cluster's nodes run it as the node
-# agent (`conformance node wait`, --node-agent-image); the suite asks it
-# for observations through pods/exec (framework/platform/cluster/nodeagent).
-# Tagged by the binary's content, so a cluster never runs an agent older
+# Builds the suite's own image, no base: the driver (cmd/conformance,
+# static) at /conformance, the compiled suite and the fixtures it reads in
+# /work (its working directory, so the run's defaults find them). An
+# existing cluster's nodes run it as the node agent (`conformance node
+# wait`, --node-agent-image); `conformance certify` runs the whole suite in
+# the cluster from it (`conformance job`, framework/platform/cluster/
+# suitejob). Tagged by its content, so a cluster never runs an agent older
 # than the suite asking it: -> $OFFLINE_CACHE/images/conformance.tar and
 # its reference in conformance.ref.
 set -euo pipefail
@@ -15,14 +17,17 @@ offline_lock conformance
 # Its own build, CGO_ENABLED=0 (offline_init): the image has no libc. The
 # flags are make's, so the build cache is shared with bin/conformance.
 out=$BIN/conformance/conformance
+suite=$BIN/conformance/suites.test
 mkdir -p "$(dirname "$out")"
 go build -o "$out" ./cmd/conformance
-sum=$(sha256sum <"$out" | cut -c1-64)
+go test -c -o "$suite" ./suites
+sum=$( (sha256sum "$out" "$suite" | cut -c1-64 && find fixtures -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-64)
 ref=$LOCAL_REGISTRY/conformance:${sum:0:12}
 # 65534 (nobody) unless told otherwise: the agent's DaemonSet runs it as
 # root, for the two capabilities it adds (nodeagent.Render says why).
 build_image conformance "conformance=$sum" --tag "$ref" \
-	--add "$out:/conformance:0755" --entrypoint '["/conformance"]' --user 65534:65534
+	--add "$out:/conformance:0755" --add "$suite:/work/bin/suites.test:0755" --add "fixtures:/work/fixtures" \
+	--workdir /work --entrypoint '["/conformance"]' --user 65534:65534
 printf '%s\n' "$ref" >"$IMAGES/conformance.ref"
 echo "==> conformance image: $ref"
 offline_done

@@ -11,6 +11,7 @@ import (
 
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 
+	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/gateway"
 	"github.com/cozystack/vlan-conformance/framework/nodenet"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kind"
@@ -85,7 +86,11 @@ func (c *Cluster) planSweep(p *plan.Plan) {
 // planExisting uses a cluster the suite did not make: it only waits for it
 // and takes its nodes and the vendor's gateway.
 func (c *Cluster) planExisting(p *plan.Plan) {
-	p.Add("cluster", "use the existing cluster of "+c.cfg.Kubeconfig+" (no kind; the suite creates only namespaces, NADs, Secrets and VMs, labelled "+kube.OwnedLabel+"=true)", nil,
+	which := "the existing cluster of " + c.cfg.Kubeconfig
+	if c.cfg.Kubeconfig == config.InCluster {
+		which = "the cluster the suite runs in, as its pod's service account"
+	}
+	p.Add("cluster", "use "+which+" (no kind; the suite creates only namespaces, NADs, Secrets and VMs, labelled "+kube.OwnedLabel+"=true)", nil,
 		func(context.Context) error {
 			c.timeline.Mark(timeline.Cluster)
 			return c.kube.Connect(c.cfg.Kubeconfig)

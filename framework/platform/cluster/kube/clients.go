@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"kubevirt.io/client-go/kubevirt"
+
+	"github.com/cozystack/vlan-conformance/framework/config"
 )
 
 // Clients are the API clients the parts share. They are made empty with
@@ -29,10 +31,17 @@ type Clients struct {
 	Raw func(ctx context.Context, path string) ([]byte, error)
 }
 
-// Connect fills the clients from a kubeconfig.
+// Connect fills the clients from a kubeconfig, or from the pod's service
+// account for config.InCluster.
 func (c *Clients) Connect(kubeconfig string) error {
 	c.Kubeconfig = kubeconfig // kept even if the rest fails: Close deletes a kind cluster by it
-	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	var rc *rest.Config
+	var err error
+	if kubeconfig == config.InCluster {
+		rc, err = rest.InClusterConfig()
+	} else {
+		rc, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
 	if err != nil {
 		return fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
 	}

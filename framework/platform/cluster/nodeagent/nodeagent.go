@@ -29,9 +29,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/cozystack/vlan-conformance/framework/evidence"
 	"github.com/cozystack/vlan-conformance/framework/nodenet"
@@ -223,7 +220,7 @@ func (p Pod) Observe(ctx context.Context, o nodenet.Observation) ([]byte, error)
 	}
 	cmd := []string{binary, "node", "observe", string(req)}
 	var stdout, stderr bytes.Buffer
-	if err := p.exec(ctx, cmd, &stdout, &stderr); err != nil {
+	if err := p.Kube.Exec(ctx, Name, p.Name, Name, cmd, nil, &stdout, &stderr); err != nil {
 		if msg := strings.TrimSpace(stderr.String()); msg != "" {
 			return nil, fmt.Errorf("%s in pod %s/%s: %s (%w)", strings.Join(cmd, " "), Name, p.Name, msg, err)
 		}
@@ -327,7 +324,7 @@ func (p Pod) start(ctx context.Context, cmd []string, ready string) (*session, e
 	// It outlives the spec's context (its cleanup stops it): closing its
 	// stdin ends it, and the agent's own bound a session never closed.
 	ctx = context.WithoutCancel(ctx)
-	go func() { s.ended <- p.stream(ctx, cmd, stdin, &s.stdout, &s.stderr) }()
+	go func() { s.ended <- p.Kube.Exec(ctx, Name, p.Name, Name, cmd, stdin, &s.stdout, &s.stderr) }()
 	select {
 	case <-s.stderr.seen:
 		return s, nil
@@ -398,33 +395,6 @@ func (l *lines) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.buf.String()
-}
-
-// exec runs cmd in the pod.
-func (p Pod) exec(ctx context.Context, cmd []string, stdout, stderr *bytes.Buffer) error {
-	return p.stream(ctx, cmd, nil, stdout, stderr)
-}
-
-// stream runs cmd in the pod, stdin (if any) fed to it: over a websocket,
-// or SPDY where the API server offers only that.
-func (p Pod) stream(ctx context.Context, cmd []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	req := p.Kube.Kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(Name).Name(p.Name).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: Name, Command: cmd, Stdin: stdin != nil, Stdout: true, Stderr: true}, scheme.ParameterCodec)
-	ws, err := remotecommand.NewWebSocketExecutor(p.Kube.Rest, "GET", req.URL().String())
-	if err != nil {
-		return err
-	}
-	spdy, err := remotecommand.NewSPDYExecutor(p.Kube.Rest, "POST", req.URL())
-	if err != nil {
-		return err
-	}
-	ex, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
-		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
-	})
-	if err != nil {
-		return err
-	}
-	return ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr})
 }
 
 // Dump writes what the agent observes of its node (every read-only

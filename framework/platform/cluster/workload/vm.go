@@ -284,6 +284,11 @@ func (w *Workloads) readStatus(ctx context.Context, g *vmGuest) error {
 		// addresses on the launcher's own links for this network.
 		g.launcher = string(p.UID)
 		g.attachment.PodIPv4, podErr = launcherIPv4(string(p.UID), g.podIface)
+		if podErr != nil && statusErr == nil && !g.ownCluster {
+			// The launcher's netns is the node's to open: from outside an
+			// existing cluster's nodes (certify's pod) it cannot be.
+			podErr = fmt.Errorf("%w: %v", evidence.ErrNotObservable, podErr)
+		}
 		if err := errors.Join(statusErr, podErr); err != nil {
 			g.attachment.Err = fmt.Errorf("launcher pod %s/%s: %w", p.Namespace, p.Name, err)
 		}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/suitejob"
+	"github.com/cozystack/vlan-conformance/suites/labels"
+)
+
+// Bad input is refused with one clear error and exit 2 before certify
+// reaches the cluster: its own flags, and the run's after --, checked as
+// the run would check them.
+func TestCertifyRefusesBadInputBeforeTheCluster(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte("not read before the input is valid"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--kubeconfig=" + kubeconfig}, "--image"},
+		{[]string{"--image=i"}, "--kubeconfig: the cluster to certify is required"},
+		{[]string{"--image=i", "--kubeconfig=/nonexistent"}, `--kubeconfig "/nonexistent"`},
+		{[]string{"--image=i", "--kubeconfig=" + kubeconfig, "--", "--report-dir=x"}, "--report-dir is certify's to set"},
+		{[]string{"--image=i", "--kubeconfig=" + kubeconfig, "--", "--workload=pod"}, "certify runs VMs"},
+		{[]string{"--image=i", "--kubeconfig=" + kubeconfig, "--", "--gateway=10.0.0.1"}, "--gateway"},
+		{[]string{"--image=i", "--kubeconfig=" + kubeconfig, "--", "--bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"--image=i", "--kubeconfig=" + kubeconfig, "--timeout=0s"}, "--timeout"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := certifyCommand(&stdout, &stderr, tc.args)
+		if code != config.ExitBadInput || !strings.Contains(stderr.String(), tc.want) || !strings.Contains(stderr.String(), "nothing was created") {
+			t.Errorf("certify %q: exit %d, %q; want exit 2 naming %q", tc.args, code, stderr.String(), tc.want)
+		}
+	}
+}
+
+// --print-manifests needs no cluster and creates nothing: it prints.
+func TestPrintManifestsNeedsNoCluster(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := certifyCommand(&stdout, &stderr, []string{"--image=localhost/vcf/conformance:x", "--print-manifests", "--", "--gateway=203.0.113.1"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for _, want := range []string{"kind: Job", "kind: ClusterRole\n", "- --gateway=203.0.113.1", "image: localhost/vcf/conformance:x"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("the manifests lack %q:\n%s", want, stdout.String())
+		}
+	}
+}
+
+// The Job's container writes its results and done whatever the run did,
+// passes the run's exit code on, hands E2E_FOCUS and E2E_SKIP to it as one
+// label filter, and holds the results until they are fetched.
+func TestTheJobWritesItsResultsWhenTheRunFails(t *testing.T) {
+	dir := t.TempDir()
+	// The run: it records its arguments in its report, and fails.
+	program := filepath.Join(t.TempDir(), "conformance")
+	script := "#!/bin/sh\nfor a; do case $a in --report-dir=*) r=${a#--report-dir=};; esac; done\nmkdir -p $r\necho \"$@\" > $r/args\necho '<testsuites/>' > $r/junit.xml\nexit 1\n"
+	if err := os.WriteFile(program, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("E2E_FOCUS", "NODE-01")
+	t.Setenv("E2E_SKIP", "arp")
+	t.Setenv("VCF_IMAGE", "localhost/vcf/conformance:x")
+	var stdout, stderr syncBuffer
+	ended := make(chan int, 1)
+	go func() {
+		ended <- runJob(context.Background(), program, dir, []string{"--gateway=203.0.113.1"}, time.Minute, &stdout, &stderr)
+	}()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stdout.String(), suitejob.Ready); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the job never said its results are ready: %q %q", stdout.String(), stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case code := <-ended:
+		t.Fatalf("the job ended (%d) before its results were fetched", code)
+	case <-time.After(200 * time.Millisecond):
+	}
+	var tarball, errs bytes.Buffer
+	if code := results(dir, &tarball, &errs); code != 0 {
+		t.Fatalf("results: exit %d: %s", code, errs.String())
+	}
+	select {
+	case code := <-ended:
+		if code != 1 {
+			t.Errorf("the job exited %d, want the run's 1", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the job still holds its results after they were fetched")
+	}
+	done, err := os.ReadFile(filepath.Join(dir, "done"))
+	if err != nil || string(done) != filepath.Join(dir, suitejob.Tarball) {
+		t.Errorf("done holds %q (%v), want the tarball's path", done, err)
+	}
+	got := t.TempDir()
+	if err := suitejob.Unpack(&tarball, got); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := suitejob.ReadExitCode(got); err != nil || code != 1 {
+		t.Errorf("the results' exit code %d (%v), want 1", code, err)
+	}
+	args, _ := os.ReadFile(filepath.Join(got, "args"))
+	for _, want := range []string{"--kubeconfig=in-cluster", "--node-agent-image=localhost/vcf/conformance:x", "--gateway=203.0.113.1", "--ginkgo.label-filter=((NODE-01) && !(arp)) && !stager"} {
+		if !strings.Contains(string(args), want) {
+			t.Errorf("the run was given %q: no %q", args, want)
+		}
+	}
+}
+
+// The label the Job leaves out is the stager harness's own.
+func TestTheJobLeavesOutTheStagerHarnessByItsLabel(t *testing.T) {
+	if !slices.Contains(labels.Stager, stagerLabel) {
+		t.Errorf("the Job leaves out %q; the stager harness's specs carry %v", stagerLabel, labels.Stager)
+	}
+}

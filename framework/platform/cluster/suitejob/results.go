@@ -1,0 +1,127 @@
+package suitejob
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ExitCode is the file in the tarball that holds the run's exit code
+// (0 passed, 1 a claim failed, 2 bad input): certify exits with it.
+const ExitCode = "exit-code"
+
+// Pack writes dir's files as a gzipped tar, named relative to dir.
+func Pack(dir string, w io.Writer) error {
+	gz := gzip.NewWriter(w)
+	tw := tar.NewWriter(gz)
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || path == dir {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if !info.Mode().IsRegular() && !info.IsDir() {
+			return nil // sockets and links a run may leave are not results
+		}
+		hdr, err := tar.FileInfoHeader(info, "")
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		hdr.Name = filepath.ToSlash(rel)
+		if info.IsDir() {
+			hdr.Name += "/"
+		}
+		hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname = 0, 0, "", ""
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		if info.IsDir() {
+			return nil
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = io.Copy(tw, f)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return gz.Close()
+}
+
+// Unpack extracts a tarball Pack wrote into dir; a name that would land
+// outside dir is an error.
+func Unpack(r io.Reader, dir string) error {
+	gz, err := gzip.NewReader(r)
+	if err != nil {
+		return err
+	}
+	tr := tar.NewReader(gz)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		name := filepath.Clean(filepath.FromSlash(hdr.Name))
+		if !filepath.IsLocal(name) {
+			return fmt.Errorf("results: %q is outside the results", hdr.Name)
+		}
+		path := filepath.Join(dir, name)
+		switch hdr.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(path, 0o755); err != nil {
+				return err
+			}
+		case tar.TypeReg:
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				return err
+			}
+			f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(f, tr)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("results: %q is not a file or a directory", hdr.Name)
+		}
+	}
+}
+
+// ReadExitCode is the run's exit code from unpacked results in dir.
+func ReadExitCode(dir string) (int, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ExitCode))
+	if err != nil {
+		return 0, err
+	}
+	var code int
+	if _, err := fmt.Sscan(strings.TrimSpace(string(b)), &code); err != nil {
+		return 0, fmt.Errorf("%s: %q: %w", ExitCode, b, err)
+	}
+	return code, nil
+}

@@ -1,0 +1,149 @@
+package suitejob
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
+)
+
+// The run in the cluster has nothing of a node: it runs as nobody, every
+// capability dropped, on a read-only root, in the pod network, as its own
+// service account, which the binding grants the role. It is never retried:
+// a run is a verdict.
+func TestTheJobRunsAsNobodyWithNothingOfANode(t *testing.T) {
+	o := Render(Options{Image: "localhost/vcf/conformance:x", Args: []string{"--gateway=203.0.113.1"}, Focus: "NODE-01", Deadline: time.Hour, Hold: time.Minute})
+	pod := o.Job.Spec.Template.Spec
+	if pod.HostNetwork || pod.HostPID || pod.HostIPC {
+		t.Errorf("the Job's pod shares the node's namespaces: network %v, PID %v, IPC %v", pod.HostNetwork, pod.HostPID, pod.HostIPC)
+	}
+	if sc := pod.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || *sc.RunAsUser != 65534 {
+		t.Errorf("the Job's pod runs as %+v: want nobody, never root", sc)
+	}
+	c := pod.Containers[0]
+	if sc := c.SecurityContext; sc == nil || sc.Privileged != nil && *sc.Privileged || len(sc.Capabilities.Add) > 0 ||
+		!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation {
+		t.Errorf("the container's security context is %+v: want every capability dropped, none added, a read-only root, no escalation", sc)
+	}
+	if c.Image != "localhost/vcf/conformance:x" || !slices.Equal(c.Command[:4], []string{"/conformance", "job", "--hold=1m0s", "--"}) || c.Command[4] != "--gateway=203.0.113.1" {
+		t.Errorf("the container runs %s %q", c.Image, c.Command)
+	}
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	if env["VCF_IMAGE"] != c.Image || env["E2E_FOCUS"] != "NODE-01" {
+		t.Errorf("the container's environment is %v: want the agent's image its own, and E2E_FOCUS", env)
+	}
+	if pod.ServiceAccountName != o.ServiceAccount.Name || o.Binding.Subjects[0].Name != o.ServiceAccount.Name ||
+		o.Binding.Subjects[0].Namespace != o.Namespace.Name || o.Binding.RoleRef.Name != o.Role.Name {
+		t.Errorf("the pod's service account %s is not the one the binding grants %s: %+v", pod.ServiceAccountName, o.Role.Name, o.Binding)
+	}
+	if *o.Job.Spec.BackoffLimit != 0 || *o.Job.Spec.ActiveDeadlineSeconds != 3600 {
+		t.Errorf("the Job is retried %d times, its deadline %d s: want never, 3600", *o.Job.Spec.BackoffLimit, *o.Job.Spec.ActiveDeadlineSeconds)
+	}
+	// The run's own sweep deletes namespaces by the suite's label: the one
+	// it runs in must not carry it.
+	if _, ok := o.Namespace.Labels[kube.OwnedLabel]; ok {
+		t.Errorf("namespace %s carries %s: the run's sweep would delete the namespace it runs in", o.Namespace.Name, kube.OwnedLabel)
+	}
+	y, err := o.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Job"} {
+		if !strings.Contains(string(y), "\nkind: "+kind+"\n") {
+			t.Errorf("the manifests have no %s:\n%s", kind, y)
+		}
+	}
+}
+
+// The role names what it grants: no wildcard, nothing that grants more
+// (RBAC objects, impersonation, escalation), no node proxy.
+func TestTheRoleGrantsNoWildcardAndNoWayToMore(t *testing.T) {
+	for _, r := range Rules() {
+		for _, s := range slices.Concat(r.APIGroups, r.Resources, r.Verbs) {
+			if strings.Contains(s, "*") {
+				t.Errorf("rule %+v has a wildcard", r)
+			}
+		}
+		for _, v := range r.Verbs {
+			if v == "escalate" || v == "bind" || v == "impersonate" {
+				t.Errorf("rule %+v grants %s", r, v)
+			}
+		}
+		for _, res := range r.Resources {
+			if strings.HasPrefix(res, "nodes/") || strings.Contains(res, "roles") || strings.Contains(res, "rolebindings") {
+				t.Errorf("rule %+v grants %s", r, res)
+			}
+		}
+	}
+}
+
+func TestE2EFocusAndSkipAreOneLabelFilter(t *testing.T) {
+	for _, tc := range []struct{ focus, skip, want string }{
+		{"", "", ""},
+		{"NODE-01 || VLAN-02", "", "NODE-01 || VLAN-02"},
+		{"", "arp", "!(arp)"},
+		{"datapath", "VLAN-09", "(datapath) && !(VLAN-09)"},
+	} {
+		if got := LabelFilter(tc.focus, tc.skip); got != tc.want {
+			t.Errorf("E2E_FOCUS %q, E2E_SKIP %q: %q, want %q", tc.focus, tc.skip, got, tc.want)
+		}
+	}
+}
+
+// What the pod packs certify unpacks whole; a tarball naming a path
+// outside the results is refused.
+func TestResultsComeBackWhole(t *testing.T) {
+	src := t.TempDir()
+	files := map[string]string{"junit.xml": "<testsuites/>", ExitCode: "1\n", "artifacts/VLAN-02/trunk.pcap": "\xd4\xc3\xb2\xa1"}
+	for name, content := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(src, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(src, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var b bytes.Buffer
+	if err := Pack(src, &b); err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	if err := Unpack(&b, dst); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range files {
+		if got, err := os.ReadFile(filepath.Join(dst, name)); err != nil || string(got) != content {
+			t.Errorf("%s came back as %q (%v), want %q", name, got, err, content)
+		}
+	}
+	if code, err := ReadExitCode(dst); err != nil || code != 1 {
+		t.Errorf("exit code %d (%v), want 1", code, err)
+	}
+
+	var evil bytes.Buffer
+	gz := gzip.NewWriter(&evil)
+	tw := tar.NewWriter(gz)
+	tw.WriteHeader(&tar.Header{Name: "../escaped", Mode: 0o644, Size: 1, Typeflag: tar.TypeReg})
+	tw.Write([]byte("x"))
+	tw.Close()
+	gz.Close()
+	out := t.TempDir()
+	if err := Unpack(&evil, filepath.Join(out, "results")); err == nil || !strings.Contains(err.Error(), "outside") {
+		t.Errorf("a tarball naming ../escaped: %v, want refused", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "escaped")); err == nil {
+		t.Error("../escaped was written outside the results")
+	}
+}
