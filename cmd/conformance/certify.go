@@ -26,6 +26,7 @@ import (
 //
 //	conformance certify --kubeconfig=K --image=IMG [--report-dir=D] [--focus=F] [--skip=S] [--timeout=3h] [-- run flags]
 //	conformance certify --image=IMG --print-manifests [-- run flags]
+//	conformance certify --image=IMG --sonobuoy-plugin [-- run flags]
 //
 // It exits with the run's own code: 0 every selected claim passed, 1 one
 // failed (or the run could not give verdicts), 2 bad input.
@@ -40,6 +41,7 @@ func certifyCommand(stdout, stderr io.Writer, args []string) int {
 	timeout := fs.Duration("timeout", 3*time.Hour, "the Job's deadline (activeDeadlineSeconds), and how long certify waits for it")
 	hold := fs.Duration("hold", 30*time.Minute, "how long the run's pod keeps its results for certify to copy")
 	printOnly := fs.Bool("print-manifests", false, "print the manifests (namespace, ServiceAccount, ClusterRole, binding, Job) for kubectl apply, and create nothing")
+	plugin := fs.Bool("sonobuoy-plugin", false, "print the same run as a Sonobuoy Job plugin (sonobuoy run --plugin FILE), and create nothing")
 	flags, runArgs := args, []string(nil)
 	for i, a := range args {
 		if a == "--" {
@@ -64,7 +66,10 @@ func certifyCommand(stdout, stderr io.Writer, args []string) int {
 	if *timeout <= 0 || *hold <= 0 {
 		errs = append(errs, fmt.Errorf("--timeout %s, --hold %s: want both > 0", *timeout, *hold))
 	}
-	if !*printOnly {
+	if *printOnly && *plugin {
+		errs = append(errs, errors.New("--print-manifests and --sonobuoy-plugin: one or the other"))
+	}
+	if !*printOnly && !*plugin {
 		if *kubeconfig == "" {
 			errs = append(errs, errors.New("--kubeconfig: the cluster to certify is required"))
 		} else if _, err := os.Stat(*kubeconfig); err != nil {
@@ -77,9 +82,13 @@ func certifyCommand(stdout, stderr io.Writer, args []string) int {
 	if len(errs) > 0 {
 		return bad(errors.Join(errs...))
 	}
-	objs := suitejob.Render(suitejob.Options{Image: *image, Args: runArgs, Focus: *focus, Skip: *skip, Deadline: *timeout, Hold: *hold})
-	if *printOnly {
+	opts := suitejob.Options{Image: *image, Args: runArgs, Focus: *focus, Skip: *skip, Deadline: *timeout, Hold: *hold}
+	objs := suitejob.Render(opts)
+	if *printOnly || *plugin {
 		y, err := objs.YAML()
+		if *plugin {
+			y, err = suitejob.SonobuoyPlugin(opts)
+		}
 		if err != nil {
 			fmt.Fprintln(stderr, err)
 			return 1

@@ -124,3 +124,16 @@ func TestTheJobLeavesOutTheStagerHarnessByItsLabel(t *testing.T) {
 		t.Errorf("the Job leaves out %q; the stager harness's specs carry %v", stagerLabel, labels.Stager)
 	}
 }
+
+// --sonobuoy-plugin prints the plugin, needing no cluster either.
+func TestSonobuoyPluginNeedsNoCluster(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := certifyCommand(&stdout, &stderr, []string{"--image=localhost/vcf/conformance:x", "--sonobuoy-plugin", "--focus=NODE-01", "--", "--gateway=203.0.113.1"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for _, want := range []string{"sonobuoy-config:", "driver: Job", "result-format: junit", "- --gateway=203.0.113.1", "value: NODE-01"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("the plugin lacks %q:\n%s", want, stdout.String())
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
 )
@@ -145,5 +146,37 @@ func TestResultsComeBackWhole(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, "escaped")); err == nil {
 		t.Error("../escaped was written outside the results")
+	}
+}
+
+// The Sonobuoy plugin is the Job's run: the same image, command and
+// security, but it exits once its results are written, and Sonobuoy reads
+// the JUnit report its done file's tarball holds.
+func TestTheSonobuoyPluginIsTheJobsRun(t *testing.T) {
+	o := Options{Image: "localhost/vcf/conformance:x", Args: []string{"--gateway=203.0.113.1"}, Deadline: time.Hour, Hold: time.Minute}
+	y, err := SonobuoyPlugin(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p sonobuoyPlugin
+	if err := yaml.UnmarshalStrict(y, &p); err != nil {
+		t.Fatalf("%v:\n%s", err, y)
+	}
+	if p.Config.Driver != "Job" || p.Config.ResultFormat != "junit" || !slices.Equal(p.Config.ResultFiles, []string{"junit.xml"}) {
+		t.Errorf("sonobuoy-config %+v: want a Job plugin reading junit.xml", p.Config)
+	}
+	job := Render(o).Job.Spec.Template.Spec.Containers[0]
+	if p.Spec.Image != job.Image || !slices.Equal(p.Spec.Command[3:], job.Command[3:]) || p.Spec.Command[2] != "--hold=0s" {
+		t.Errorf("the plugin runs %s %q; the Job %s %q: want the same run, not held", p.Spec.Image, p.Spec.Command, job.Image, job.Command)
+	}
+	if sc := p.Spec.SecurityContext; sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || *sc.RunAsUser != 65534 || len(sc.Capabilities.Add) > 0 {
+		t.Errorf("the plugin's container runs as %+v: want nobody, nothing added", sc)
+	}
+	mounts := map[string]string{}
+	for _, m := range p.Spec.VolumeMounts {
+		mounts[m.Name] = m.MountPath
+	}
+	if mounts["results"] != SonobuoyResults || len(p.ExtraVolumes) != len(p.Spec.VolumeMounts)-1 {
+		t.Errorf("mounts %v, extra volumes %d: want Sonobuoy's results at %s and a volume for each other mount", mounts, len(p.ExtraVolumes), SonobuoyResults)
 	}
 }
