@@ -142,7 +142,7 @@ func checkRunArgs(args []string, kubeconfig string) error {
 			errs = append(errs, fmt.Errorf("the run's --%s names a file on this machine, which the run inside the cluster cannot read (not yet carried into it)", f.Name))
 		}
 	})
-	if !given(fs, "stager-manifest") {
+	if !cfg.Given("stager-manifest") {
 		cfg.StagerManifest = "" // the image's own, read in the pod
 	}
 	if cfg.Cluster.Workload == "pod" {
@@ -158,11 +158,6 @@ func checkRunArgs(args []string, kubeconfig string) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
-}
-
-func given(fs *flag.FlagSet, name string) (ok bool) {
-	fs.Visit(func(f *flag.Flag) { ok = ok || f.Name == name })
-	return ok
 }
 
 // certifyIn is certify's run once its objects are rendered: it creates

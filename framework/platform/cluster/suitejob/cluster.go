@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
+	"github.com/cozystack/vlan-conformance/framework/platform/cluster/wait"
 )
 
 // goneWithin bounds the wait for a namespace to go (its VMs' grace).
@@ -79,10 +80,10 @@ func Remove(ctx context.Context, k *kube.Clients, progress io.Writer) error {
 	if _, err := c.CoreV1().Namespaces().Get(ctx, Namespace, metav1.GetOptions{}); err == nil {
 		ignore(c.BatchV1().Jobs(Namespace).Delete(ctx, Name, del))
 		fmt.Fprintf(progress, "certify: stopping the run (Job %s/%s deleted) and waiting for its pod to end (it removes what it made)\n", Namespace, Name)
-		ignore(until(ctx, podGoneWithin, "the run's pod to end", func(ctx context.Context) (bool, error) {
+		ignore(wait.Gone("certify", "the run's pod", podGoneWithin, func(ctx context.Context) bool {
 			list, err := c.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + Name})
-			return err == nil && len(list.Items) == 0, err
-		}))
+			return err != nil || len(list.Items) > 0
+		}).Wait(ctx))
 	} else {
 		ignore(err)
 	}
@@ -93,13 +94,10 @@ func Remove(ctx context.Context, k *kube.Clients, progress io.Writer) error {
 	}
 	ignore(c.CoreV1().Namespaces().Delete(ctx, Namespace, del))
 	for _, ns := range append(left, Namespace) {
-		ignore(until(ctx, goneWithin, "namespace "+ns+" to go", func(ctx context.Context) (bool, error) {
+		ignore(wait.Gone("certify", "namespace "+ns, goneWithin, func(ctx context.Context) bool {
 			_, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				return true, nil
-			}
-			return false, err
-		}))
+			return !apierrors.IsNotFound(err)
+		}).Wait(ctx))
 	}
 	ignore(c.RbacV1().ClusterRoleBindings().Delete(ctx, Name, metav1.DeleteOptions{}))
 	ignore(c.RbacV1().ClusterRoles().Delete(ctx, Name, metav1.DeleteOptions{}))
@@ -109,27 +107,6 @@ func Remove(ctx context.Context, k *kube.Clients, progress io.Writer) error {
 // podGoneWithin bounds the wait for the run's pod to end: its grace, and
 // a minute for the kubelet.
 const podGoneWithin = Grace + time.Minute
-
-// until polls done every second for up to bound.
-func until(ctx context.Context, bound time.Duration, what string, done func(context.Context) (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, bound)
-	defer cancel()
-	var last error
-	for {
-		ok, err := done(ctx)
-		if ok {
-			return nil
-		}
-		if err != nil {
-			last = err
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waited %s for %s (%v): %w", bound, what, last, context.Cause(ctx))
-		case <-time.After(time.Second):
-		}
-	}
-}
 
 // Pod is the Job's pod once it is scheduled and its container started; a
 // pod that cannot start (an image that cannot be pulled, a pod the

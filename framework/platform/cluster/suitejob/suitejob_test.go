@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 	"sigs.k8s.io/yaml"
 
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
@@ -178,5 +181,37 @@ func TestTheSonobuoyPluginIsTheJobsRun(t *testing.T) {
 	}
 	if mounts["results"] != SonobuoyResults || len(p.ExtraVolumes) != len(p.Spec.VolumeMounts)-1 {
 		t.Errorf("mounts %v, extra volumes %d: want Sonobuoy's results at %s and a volume for each other mount", mounts, len(p.ExtraVolumes), SonobuoyResults)
+	}
+}
+
+// Remove deletes what certify made and what a run killed past its grace
+// left (a namespace with the suite's label), and nothing else. The API is
+// client-go's fake (no cluster here): it deletes at once.
+func TestRemoveLeavesNothingOfTheRun(t *testing.T) {
+	o := Render(Options{Image: "i", Deadline: time.Hour, Hold: time.Minute})
+	tenant := kube.RenderNamespace("tenant-datapath")
+	vendor := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cozy-multus"}}
+	k := &kube.Clients{Kube: fake.NewClientset(o.Namespace, o.ServiceAccount, o.Role, o.Binding, o.Job, tenant, vendor)}
+	var progress bytes.Buffer
+	if err := Remove(context.Background(), k, &progress); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	nss, _ := k.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	var left []string
+	for _, ns := range nss.Items {
+		left = append(left, ns.Name)
+	}
+	if !slices.Equal(left, []string{"cozy-multus"}) {
+		t.Errorf("namespaces left: %v, want the vendor's alone", left)
+	}
+	if _, err := k.Kube.RbacV1().ClusterRoles().Get(ctx, Name, metav1.GetOptions{}); err == nil {
+		t.Error("the ClusterRole is left")
+	}
+	if _, err := k.Kube.RbacV1().ClusterRoleBindings().Get(ctx, Name, metav1.GetOptions{}); err == nil {
+		t.Error("the ClusterRoleBinding is left")
+	}
+	if !strings.Contains(progress.String(), "tenant-datapath") {
+		t.Errorf("certify did not say it deleted what the run left: %q", progress.String())
 	}
 }
