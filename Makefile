@@ -254,8 +254,9 @@ conformance-image:
 .PHONY: offline-images docker-engine offline-lane conformance-image
 # Every image of the offline lane from the Go module proxy and Debian
 # packages (cached: a second run builds nothing). LANE=vm adds KubeVirt.
-# With COZYSTACK the multus image follows the release's Dockerfile.
-offline-images: plugins
+# With COZYSTACK the multus image follows the release's Dockerfile. deps
+# first: a fresh machine lacks cpio, which packs the guest's initramfs.
+offline-images: deps plugins
 	COZYSTACK=$(COZYSTACK) images/build.sh $(or $(LANE),$(WORKLOAD))
 
 # A Docker engine: the one running, or Debian's docker.io started with the

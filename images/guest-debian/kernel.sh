@@ -20,7 +20,10 @@ flock 9
 deb=$(find "$work/dl" -maxdepth 1 -name "${GUEST_KERNEL_PACKAGE}_*.deb" | sort | tail -1)
 if [ -z "$deb" ]; then
 	log "downloading $GUEST_KERNEL_PACKAGE (apt-get download, ~70 MB)"
-	(cd "$work/dl" && apt-get download "$GUEST_KERNEL_PACKAGE" 2>&1 | grep -v '^W: Download is performed unsandboxed' >&2) ||
+	fetch() { (cd "$work/dl" && apt-get download "$GUEST_KERNEL_PACKAGE" 2>&1 | grep -v '^W: Download is performed unsandboxed' >&2); }
+	# A new machine's package lists may predate the pinned kernel: they
+	# are refreshed once before the pin is called gone (as rootfs.sh does).
+	fetch || { log "not in this machine's package lists: apt-get update, once" && apt-get update >&2 && fetch; } ||
 		{ echo "guest: apt-get download $GUEST_KERNEL_PACKAGE failed (the mirror may have dropped it: set GUEST_KERNEL_PACKAGE in images/versions.env to what 'apt-cache depends linux-image-amd64' names)" >&2; exit 1; }
 	deb=$(find "$work/dl" -maxdepth 1 -name "${GUEST_KERNEL_PACKAGE}_*.deb" | sort | tail -1)
 fi
