@@ -10,13 +10,16 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/cozystack/vlan-conformance/framework/atomicfile"
 	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/cozystack"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/suitejob"
 )
@@ -82,7 +85,14 @@ func certifyCommand(stdout, stderr io.Writer, args []string) int {
 	if len(errs) > 0 {
 		return bad(errors.Join(errs...))
 	}
-	opts := suitejob.Options{Image: *image, Args: runArgs, Focus: *focus, Skip: *skip, Deadline: *timeout, Hold: *hold}
+	runArgs, inputs, err := carry(runArgs)
+	if err == nil && inputs != nil && *plugin {
+		err = errors.New("--sonobuoy-plugin: a plugin carries no files of this machine (the run's --cozystack, --guide); certify does")
+	}
+	if err != nil {
+		return bad(err)
+	}
+	opts := suitejob.Options{Image: *image, Args: runArgs, Focus: *focus, Skip: *skip, Deadline: *timeout, Hold: *hold, Inputs: inputs}
 	objs := suitejob.Render(opts)
 	if *printOnly || *plugin {
 		y, err := objs.YAML()
@@ -136,10 +146,10 @@ func checkRunArgs(args []string, kubeconfig string) error {
 		switch f.Name {
 		case "tier", "kubeconfig", "report-dir", "node-agent-image":
 			errs = append(errs, fmt.Errorf("the run's --%s is certify's to set", f.Name))
-		case "cozystack", "guide", "stager-manifest", "stager-image", "plugin-dir", "old-plugin-dir":
+		case "stager-manifest", "stager-image", "plugin-dir", "old-plugin-dir":
 			// Read where the run is: the image has the suite's own
 			// (its fixtures), not this machine's files.
-			errs = append(errs, fmt.Errorf("the run's --%s names a file on this machine, which the run inside the cluster cannot read (not yet carried into it)", f.Name))
+			errs = append(errs, fmt.Errorf("the run's --%s names a file on this machine, which the run inside the cluster cannot read (certify carries --cozystack and --guide in, not the stager's files: the image has its own)", f.Name))
 		}
 	})
 	if !cfg.Given("stager-manifest") {
@@ -158,6 +168,91 @@ func checkRunArgs(args []string, kubeconfig string) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// carried are the run's flags naming files of this machine that certify
+// carries into the cluster, each under suitejob.InputsDir/<flag>.
+var carried = []string{"cozystack", "guide"}
+
+// carry packs the files the run's --cozystack and --guide name (the
+// release as the suite reads it, cozystack.CopyTo, with its commit; the
+// guide file) and returns the run's flags naming them where the pod
+// unpacks them. No such flag: the flags as they are, and no inputs.
+func carry(args []string) ([]string, []byte, error) {
+	out := slices.Clone(args)
+	dir, err := os.MkdirTemp("", "vcf-inputs-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(dir)
+	some := false
+	for i := 0; i < len(out); i++ {
+		name, value, inline := strings.Cut(strings.TrimLeft(out[i], "-"), "=")
+		if !strings.HasPrefix(out[i], "-") || !slices.Contains(carried, name) {
+			continue
+		}
+		at := i // the argument holding the value: this one, or the next
+		if !inline {
+			if at = i + 1; at == len(out) {
+				return nil, nil, fmt.Errorf("the run's --%s: no value", name)
+			}
+			value, i = out[at], at
+		}
+		place, err := carryFile(name, value, filepath.Join(dir, name))
+		if err != nil {
+			return nil, nil, fmt.Errorf("the run's --%s: %w", name, err)
+		}
+		out[at] = path.Join(suitejob.InputsDir, name, place)
+		if inline {
+			out[at] = "--" + name + "=" + out[at]
+		}
+		some = true
+	}
+	if !some {
+		return args, nil, nil
+	}
+	var packed bytes.Buffer
+	if err := suitejob.Pack(dir, &packed); err != nil {
+		return nil, nil, err
+	}
+	if packed.Len() > suitejob.InputsLimit {
+		return nil, nil, fmt.Errorf("the run's --cozystack and --guide pack to %d bytes, over the %d a ConfigMap carries", packed.Len(), suitejob.InputsLimit)
+	}
+	return out, packed.Bytes(), nil
+}
+
+// carryFile copies what the flag names into dir, as the run will read it,
+// and returns its path in dir ("" for dir itself).
+func carryFile(flag, value, dir string) (string, error) {
+	if flag == "guide" {
+		src, err := cozystack.FindGuide(value)
+		if err != nil {
+			return "", err
+		}
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return "", err
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", err
+		}
+		return filepath.Base(src), os.WriteFile(filepath.Join(dir, filepath.Base(src)), b, 0o644)
+	}
+	r, err := cozystack.Open(value)
+	if err != nil {
+		return "", err
+	}
+	if _, err := r.CopyTo(dir); err != nil {
+		return "", err
+	}
+	// The copy has no git: its commit goes in SOURCE, as a subset's does.
+	if r.CommitFrom != "SOURCE" {
+		source := fmt.Sprintf("commit: %s\ncarried-from: %s (%s)\n", r.Commit, r.Dir, r.CommitFrom)
+		if err := os.WriteFile(filepath.Join(dir, "SOURCE"), []byte(source), 0o644); err != nil {
+			return "", err
+		}
+	}
+	return "", nil
 }
 
 // certifyIn is certify's run once its objects are rendered: it creates
@@ -212,11 +307,12 @@ func certifyIn(ctx context.Context, k *kube.Clients, objs suitejob.Objects, repo
 // held until certify copied them (--hold; 0: exit at once, as a Sonobuoy
 // plugin does). E2E_FOCUS and E2E_SKIP are label filters.
 //
-//	conformance job [--hold=DUR] -- run flags
+//	conformance job [--hold=DUR] [--inputs=TARBALL] -- run flags
 func job(stdout, stderr io.Writer, args []string) int {
 	fs := flag.NewFlagSet("conformance job", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	hold := fs.Duration("hold", 0, "keep the results this long for certify to copy (conformance results); 0: exit once written")
+	inputs := fs.String("inputs", "", "a tarball of the files certify carried in (the run's --cozystack, --guide), unpacked under "+suitejob.InputsDir+" first")
 	if err := fs.Parse(args); err != nil {
 		return config.ExitBadInput
 	}
@@ -227,14 +323,103 @@ func job(stdout, stderr io.Writer, args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return runJob(ctx, self, resultsDir(), fs.Args(), *hold, stdout, stderr)
+	// go-runner's contract for a runner that gives no arguments
+	// (Hydrophone's --extra-args).
+	args = fs.Args()
+	if len(args) == 0 {
+		args = strings.Fields(os.Getenv("E2E_EXTRA_ARGS"))
+	}
+	j := inCluster{program: self, dir: resultsDir(), image: agentImage(ctx, stderr), inputs: *inputs, args: args, hold: *hold}
+	return j.run(ctx, stdout, stderr)
 }
 
-// runJob runs program's `run` on the cluster it is in, its report in dir,
-// then writes the results, and holds them up to hold.
-func runJob(ctx context.Context, program, dir string, args []string, hold time.Duration, stdout, stderr io.Writer) int {
-	report := filepath.Join(dir, "report")
-	run := append([]string{"run", "--tier=cluster", "--kubeconfig=" + config.InCluster, "--report-dir=" + report, "--node-agent-image=" + os.Getenv("VCF_IMAGE")}, args...)
+// agentImage is the node agent's image: $VCF_IMAGE, else the pod's own
+// (a runner such as Hydrophone sets no variable of the suite's). Without
+// one the run has no agent, and its report says what it could not observe.
+func agentImage(ctx context.Context, stderr io.Writer) string {
+	if image := os.Getenv("VCF_IMAGE"); image != "" {
+		return image
+	}
+	var k kube.Clients
+	err := k.Connect(config.InCluster)
+	if err == nil {
+		var image string
+		if image, err = suitejob.OwnImage(ctx, &k); err == nil {
+			return image
+		}
+	}
+	fmt.Fprintf(stderr, "job: no node agent: $VCF_IMAGE is unset and the pod's own image is unknown (%v)\n", err)
+	return ""
+}
+
+// inCluster is the Job's run: program's `run` with args, on the cluster it
+// is in, its results in dir, the node agent from image, the files certify
+// carried in (inputs, a tarball; "" none) unpacked first.
+type inCluster struct {
+	program, dir, image, inputs string
+	args                        []string
+	hold                        time.Duration // how long the results wait to be fetched
+}
+
+// run runs it, then writes the results whatever it did, and holds them up
+// to hold. Its output goes to dir's e2e.log too, and its JUnit report to
+// junit_01.xml there (go-runner's names, which Hydrophone copies out).
+func (j inCluster) run(ctx context.Context, stdout, stderr io.Writer) int {
+	dir, report := j.dir, filepath.Join(j.dir, "report")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fmt.Fprintln(stderr, "job:", err)
+		return 1
+	}
+	log, err := os.Create(filepath.Join(dir, e2eLog))
+	if err != nil {
+		fmt.Fprintln(stderr, "job:", err)
+		return 1
+	}
+	defer log.Close()
+	stdout, stderr = io.MultiWriter(stdout, log), io.MultiWriter(stderr, log)
+	code := 1
+	if err := unpackInputs(j.inputs); err != nil {
+		fmt.Fprintf(stderr, "job: the files certify carried in (%s): %v\n", j.inputs, err)
+	} else {
+		start := time.Now()
+		code = j.suite(ctx, report, stdout, stderr)
+		// The Ginkgo CLI's last lines, which end go-runner's log: Hydrophone
+		// reads the run's end from them.
+		verdict := "Passed"
+		if code != 0 {
+			verdict = "Failed"
+		}
+		fmt.Fprintf(stdout, "Ginkgo ran 1 suite in %s\nTest Suite %s\n", time.Since(start).Round(time.Millisecond), verdict)
+	}
+	if err := writeResults(dir, report, code); err != nil {
+		fmt.Fprintln(stderr, "job: results:", err)
+		return max(code, 1)
+	}
+	fmt.Fprintln(stdout, suitejob.Ready+filepath.Join(dir, suitejob.Tarball))
+	if j.hold > 0 {
+		waitFetched(ctx, dir, j.hold, stderr)
+	}
+	return code
+}
+
+// unpackInputs unpacks the tarball of the files certify carried in under
+// suitejob.InputsDir, where the run's flags name them.
+func unpackInputs(tarball string) error {
+	if tarball == "" {
+		return nil
+	}
+	f, err := os.Open(tarball)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return suitejob.Unpack(f, suitejob.InputsDir)
+}
+
+// suite is `conformance run` in the pod, its report in report; its exit
+// code.
+func (j inCluster) suite(ctx context.Context, report string, stdout, stderr io.Writer) int {
+	run := append([]string{"run", "--tier=cluster", "--kubeconfig=" + config.InCluster, "--report-dir=" + report, "--node-agent-image=" + j.image}, j.args...)
 	// A pod's log is read as text: no colours. The stager's harness specs
 	// are left out: they run the release's init container on the suite's
 	// own machine, as root (a mount namespace, chroot), and observe no
@@ -245,37 +430,35 @@ func runJob(ctx context.Context, program, dir string, args []string, hold time.D
 	}
 	run = append(run, "--", "--ginkgo.no-color", "--ginkgo.label-filter="+filter)
 	fmt.Fprintf(stdout, "job: conformance %s\n", strings.Join(run, " "))
-	cmd := exec.CommandContext(ctx, program, run...)
+	cmd := exec.CommandContext(ctx, j.program, run...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// The pod's SIGTERM (the Job's deadline, a deletion) is the run's: it
 	// removes what it made, as on Ctrl-C.
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = suitejob.Grace - 30*time.Second
-	code := 0
-	if err := cmd.Run(); err != nil {
-		code = 1
-		var exit *exec.ExitError
-		if errors.As(err, &exit) && exit.ExitCode() > 0 {
-			code = exit.ExitCode()
-		}
-		fmt.Fprintf(stderr, "job: the run: %v\n", err)
+	err := cmd.Run()
+	if err == nil {
+		return 0
 	}
-	if err := writeResults(dir, report, code); err != nil {
-		fmt.Fprintln(stderr, "job: results:", err)
-		return max(code, 1)
+	fmt.Fprintf(stderr, "job: the run: %v\n", err)
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() > 0 {
+		return exit.ExitCode()
 	}
-	fmt.Fprintln(stdout, suitejob.Ready+filepath.Join(dir, suitejob.Tarball))
-	if hold > 0 {
-		waitFetched(ctx, dir, hold, stderr)
-	}
-	return code
+	return 1
 }
+
+// The run's log and JUnit report under go-runner's names, beside done.
+const (
+	e2eLog = "e2e.log"
+	junit  = "junit_01.xml"
+)
 
 // stagerLabel is suites/labels.Stager's own label (the driver does not
 // link Ginkgo's spec tree).
 const stagerLabel = "stager"
 
-// writeResults packs the report with the run's exit code into the
+// writeResults packs the report with the run's exit code and log into the
 // tarball, then writes done naming it (last: done means complete).
 func writeResults(dir, report string, code int) error {
 	if err := os.MkdirAll(report, 0o755); err != nil {
@@ -283,6 +466,14 @@ func writeResults(dir, report string, code int) error {
 	}
 	if err := os.WriteFile(filepath.Join(report, suitejob.ExitCode), fmt.Appendf(nil, "%d\n", code), 0o644); err != nil {
 		return err
+	}
+	for _, c := range []struct{ from, to string }{
+		{filepath.Join(dir, e2eLog), filepath.Join(report, e2eLog)},
+		{filepath.Join(report, "junit.xml"), filepath.Join(dir, junit)},
+	} {
+		if err := copyFile(c.from, c.to); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
 	}
 	var packed bytes.Buffer
 	if err := suitejob.Pack(report, &packed); err != nil {
@@ -342,10 +533,21 @@ func results(dir string, stdout, stderr io.Writer) int {
 }
 
 // resultsDir is where the in-cluster run keeps its results: Sonobuoy's
-// $SONOBUOY_RESULTS_DIR when it runs the image as a plugin.
+// $SONOBUOY_RESULTS_DIR when it runs the image as a plugin, go-runner's
+// $RESULTS_DIR.
 func resultsDir() string {
-	if d := os.Getenv("SONOBUOY_RESULTS_DIR"); d != "" {
-		return d
+	for _, v := range []string{"SONOBUOY_RESULTS_DIR", "RESULTS_DIR"} {
+		if d := os.Getenv(v); d != "" {
+			return d
+		}
 	}
 	return suitejob.ResultsDir
+}
+
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o644)
 }

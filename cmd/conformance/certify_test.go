@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cozystack/vlan-conformance/framework/config"
+	"github.com/cozystack/vlan-conformance/framework/cozystack"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/suitejob"
 	"github.com/cozystack/vlan-conformance/suites/labels"
 )
@@ -58,6 +59,7 @@ func TestPrintManifestsNeedsNoCluster(t *testing.T) {
 }
 
 // The Job's container writes its results and done whatever the run did,
+// its log and JUnit report under go-runner's names,
 // passes the run's exit code on, hands E2E_FOCUS and E2E_SKIP to it as one
 // label filter, and holds the results until they are fetched.
 func TestTheJobWritesItsResultsWhenTheRunFails(t *testing.T) {
@@ -70,11 +72,11 @@ func TestTheJobWritesItsResultsWhenTheRunFails(t *testing.T) {
 	}
 	t.Setenv("E2E_FOCUS", "NODE-01")
 	t.Setenv("E2E_SKIP", "arp")
-	t.Setenv("VCF_IMAGE", "localhost/vcf/conformance:x")
 	var stdout, stderr syncBuffer
 	ended := make(chan int, 1)
 	go func() {
-		ended <- runJob(context.Background(), program, dir, []string{"--gateway=203.0.113.1"}, time.Minute, &stdout, &stderr)
+		j := inCluster{program: program, dir: dir, image: "localhost/vcf/conformance:x", args: []string{"--gateway=203.0.113.1"}, hold: time.Minute}
+		ended <- j.run(context.Background(), &stdout, &stderr)
 	}()
 	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stdout.String(), suitejob.Ready); {
 		if time.Now().After(deadline) {
@@ -110,6 +112,20 @@ func TestTheJobWritesItsResultsWhenTheRunFails(t *testing.T) {
 	if code, err := suitejob.ReadExitCode(got); err != nil || code != 1 {
 		t.Errorf("the results' exit code %d (%v), want 1", code, err)
 	}
+	// go-runner's names beside done, which Hydrophone copies out; the
+	// log in the tarball too.
+	if b, err := os.ReadFile(filepath.Join(dir, junit)); err != nil || string(b) != "<testsuites/>\n" {
+		t.Errorf("%s holds %q (%v), want the run's junit.xml", junit, b, err)
+	}
+	for _, log := range []string{filepath.Join(dir, e2eLog), filepath.Join(got, e2eLog)} {
+		if b, err := os.ReadFile(log); err != nil || !strings.Contains(string(b), "job: conformance run --tier=cluster") {
+			t.Errorf("%s holds %q (%v), want the job's output", log, b, err)
+		}
+	}
+	// The Ginkgo CLI's last lines, by which Hydrophone sees the run end.
+	if !strings.Contains(stdout.String(), "Ginkgo ran 1 suite in ") || !strings.Contains(stdout.String(), "Test Suite Failed\n") {
+		t.Errorf("the job's output does not end as the Ginkgo CLI's does: %q", stdout.String())
+	}
 	args, _ := os.ReadFile(filepath.Join(got, "args"))
 	for _, want := range []string{"--kubeconfig=in-cluster", "--node-agent-image=localhost/vcf/conformance:x", "--gateway=203.0.113.1", "--ginkgo.label-filter=((NODE-01) && !(arp)) && !stager"} {
 		if !strings.Contains(string(args), want) {
@@ -135,5 +151,68 @@ func TestSonobuoyPluginNeedsNoCluster(t *testing.T) {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("the plugin lacks %q:\n%s", want, stdout.String())
 		}
+	}
+}
+
+// The run's --cozystack and --guide name files of this machine: certify
+// carries them in, as the run reads them (the release with its commit and
+// its charts' links, the guide file), and points the flags at them.
+func TestCertifyCarriesTheReleaseAndTheGuideIn(t *testing.T) {
+	rel := t.TempDir()
+	for name, content := range map[string]string{
+		"SOURCE":                                                 "commit: 3c780acd417f086f8f18d040d0d7020ff55d3ba3\n",
+		cozystack.PlatformChart + "/Chart.yaml":                  "name: platform\n",
+		cozystack.MultusChart + "/Chart.yaml":                    "name: multus\n",
+		cozystack.MultusImageDir + "/Dockerfile":                 "FROM scratch\n",
+		"packages/library/cozy-lib/Chart.yaml":                   "name: cozy-lib\n",
+		cozystack.VMInstance + "/Chart.yaml":                     "name: vm-instance\n",
+		"packages/apps/unread/Chart.yaml":                        "name: unread\n",
+		"site/content/en/docs/networking/" + cozystack.GuideFile: "# the guide\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(rel, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(rel, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(rel, cozystack.VMInstance, "charts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../../library/cozy-lib", filepath.Join(rel, cozystack.VMInstance, "charts", "cozy-lib")); err != nil {
+		t.Fatal(err)
+	}
+	args, inputs, err := carry([]string{"--gateway=203.0.113.1", "--cozystack=" + rel, "--guide", filepath.Join(rel, "site")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"--gateway=203.0.113.1", "--cozystack=" + suitejob.InputsDir + "/cozystack", "--guide", suitejob.InputsDir + "/guide/" + cozystack.GuideFile}
+	if !slices.Equal(args, want) {
+		t.Errorf("the run's flags %q, want %q", args, want)
+	}
+	got := t.TempDir()
+	if err := suitejob.Unpack(bytes.NewReader(inputs), got); err != nil {
+		t.Fatal(err)
+	}
+	r, err := cozystack.Open(filepath.Join(got, "cozystack"))
+	if err != nil || r.Commit != "3c780acd417f086f8f18d040d0d7020ff55d3ba3" {
+		t.Fatalf("the carried release: %+v, %v", r, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(got, "cozystack", cozystack.VMInstance, "charts", "cozy-lib", "Chart.yaml")); err != nil || string(b) != "name: cozy-lib\n" {
+		t.Errorf("the chart's link to its library: %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(got, "cozystack", "packages/apps/unread")); err == nil {
+		t.Error("a chart the suite does not read was carried in")
+	}
+	if b, err := os.ReadFile(filepath.Join(got, "guide", cozystack.GuideFile)); err != nil || string(b) != "# the guide\n" {
+		t.Errorf("the carried guide: %q, %v", b, err)
+	}
+
+	if args, inputs, err := carry([]string{"--gateway=203.0.113.1"}); err != nil || inputs != nil || len(args) != 1 {
+		t.Errorf("no file flags: %q, %d bytes, %v; want the flags as they are and nothing carried", args, len(inputs), err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := certifyCommand(&stdout, &stderr, []string{"--image=i", "--sonobuoy-plugin", "--", "--gateway=203.0.113.1", "--cozystack=" + rel}); code != config.ExitBadInput || !strings.Contains(stderr.String(), "a plugin carries no files") {
+		t.Errorf("--sonobuoy-plugin with --cozystack: exit %d, %q; want 2", code, stderr.String())
 	}
 }

@@ -10,7 +10,7 @@
 //	conformance controls                                    list the negative controls
 //	conformance node      wait | observe WHAT               the node agent's side, in its pod on a node
 //	conformance certify   --kubeconfig=K --image=IMG        the run inside the cluster, its results copied out
-//	conformance job       [--hold=DUR] -- run flags          certify's Job: the run in the pod, then its tarball and done
+//	conformance job       [--hold=DUR] [--inputs=TGZ] -- run flags  the image's default: the run in the pod, then its tarball and done
 //	conformance results                                     the tarball on stdout, in certify's Job's pod
 package main
 

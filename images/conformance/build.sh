@@ -21,13 +21,20 @@ suite=$BIN/conformance/suites.test
 mkdir -p "$(dirname "$out")"
 go build -o "$out" ./cmd/conformance
 go test -c -o "$suite" ./suites
-sum=$( (sha256sum "$out" "$suite" | cut -c1-64 && find fixtures -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-64)
+# The image's layout (this script) is content too.
+sum=$( (sha256sum "$out" "$suite" images/conformance/build.sh | cut -c1-64 && find fixtures -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-64)
 ref=$LOCAL_REGISTRY/conformance:${sum:0:12}
 # 65534 (nobody) unless told otherwise: the agent's DaemonSet runs it as
-# root, for the two capabilities it adds (nodeagent.Render says why).
+# root, for the two capabilities it adds (nodeagent.Render says why). Run
+# with no command it is go-runner's conformance image (Hydrophone's
+# --conformance-image): the in-cluster run, with /tmp, /run (the machine's
+# run lock) and the run's .cache writable where a runner mounts no emptyDir
+# on them.
+tmp=$(tmp_dir)
 build_image conformance "conformance=$sum" --tag "$ref" \
 	--add "$out:/conformance:0755" --add "$suite:/work/bin/suites.test:0755" --add "fixtures:/work/fixtures" \
-	--workdir /work --entrypoint '["/conformance"]' --user 65534:65534
+	--add "$tmp:/tmp" --add "$tmp:/run" --add "$tmp:/work/.cache" --env HOME=/tmp --env VCF_CACHE=/tmp/cache \
+	--workdir /work --entrypoint '["/conformance"]' --cmd '["job"]' --user 65534:65534
 printf '%s\n' "$ref" >"$IMAGES/conformance.ref"
 echo "==> conformance image: $ref"
 offline_done

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,6 +46,13 @@ func Deploy(ctx context.Context, k *kube.Clients, objs Objects, progress io.Writ
 		}},
 		{"ClusterRoleBinding " + Name, func() error {
 			_, err := c.RbacV1().ClusterRoleBindings().Create(ctx, objs.Binding, metav1.CreateOptions{})
+			return err
+		}},
+		{"ConfigMap " + Namespace + "/" + Name + " (the inputs)", func() error {
+			if objs.Inputs == nil {
+				return nil
+			}
+			_, err := c.CoreV1().ConfigMaps(Namespace).Create(ctx, objs.Inputs, metav1.CreateOptions{})
 			return err
 		}},
 		{"Job " + Namespace + "/" + Name, func() error {
@@ -93,12 +102,16 @@ func Remove(ctx context.Context, k *kube.Clients, progress io.Writer) error {
 		fmt.Fprintf(progress, "certify: deleting what the run left: namespaces %s\n", strings.Join(left, ", "))
 	}
 	ignore(c.CoreV1().Namespaces().Delete(ctx, Namespace, del))
-	for _, ns := range append(left, Namespace) {
-		ignore(wait.Gone("certify", "namespace "+ns, goneWithin, func(ctx context.Context) bool {
-			_, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-			return !apierrors.IsNotFound(err)
-		}).Wait(ctx))
-	}
+	ignore(wait.Gone("certify", "namespace "+Namespace, goneWithin, func(ctx context.Context) bool {
+		_, err := c.CoreV1().Namespaces().Get(ctx, Namespace, metav1.GetOptions{})
+		return !apierrors.IsNotFound(err)
+	}).Wait(ctx))
+	// The run's own, still terminating when its pod ended, too: nothing of
+	// it is left once certify returns.
+	ignore(wait.Gone("certify", "the namespaces labelled "+kube.OwnedLabel, goneWithin, func(ctx context.Context) bool {
+		list, err := c.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: kube.OwnedLabel + "=true"})
+		return err != nil || len(list.Items) > 0
+	}).Wait(ctx))
 	ignore(c.RbacV1().ClusterRoleBindings().Delete(ctx, Name, metav1.DeleteOptions{}))
 	ignore(c.RbacV1().ClusterRoles().Delete(ctx, Name, metav1.DeleteOptions{}))
 	return errors.Join(errs...)
@@ -232,4 +245,41 @@ func Fetch(ctx context.Context, k *kube.Clients, pod string, w io.Writer) error 
 		return fmt.Errorf("%s in pod %s/%s: %s (%w)", strings.Join(cmd, " "), Namespace, pod, strings.TrimSpace(stderr.String()), err)
 	}
 	return nil
+}
+
+// serviceAccountNamespace is where a pod finds its own namespace.
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// OwnImage is the image of the container running the suite in this pod
+// (its name is the hostname): the one carrying E2E_FOCUS, the go-runner
+// contract's variable, which every runner of the image sets on it
+// (certify's Job, the Sonobuoy plugin, Hydrophone) and on no other
+// container. The node agent runs the same image.
+func OwnImage(ctx context.Context, k *kube.Clients) (string, error) {
+	ns, err := os.ReadFile(serviceAccountNamespace)
+	if err != nil {
+		return "", err
+	}
+	name, err := os.Hostname()
+	if err != nil {
+		return "", err
+	}
+	pod, err := k.Kube.CoreV1().Pods(strings.TrimSpace(string(ns))).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	return runnerImage(pod)
+}
+
+func runnerImage(pod *corev1.Pod) (string, error) {
+	var images []string
+	for _, c := range pod.Spec.Containers {
+		if slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "E2E_FOCUS" }) {
+			images = append(images, c.Image)
+		}
+	}
+	if len(images) != 1 {
+		return "", fmt.Errorf("pod %s/%s: %d containers carry E2E_FOCUS, want 1", pod.Namespace, pod.Name, len(images))
+	}
+	return images[0], nil
 }

@@ -15,7 +15,8 @@ import (
 // (0 passed, 1 a claim failed, 2 bad input): certify exits with it.
 const ExitCode = "exit-code"
 
-// Pack writes dir's files as a gzipped tar, named relative to dir.
+// Pack writes dir's files, directories and symbolic links (a chart's
+// link to a library chart) as a gzipped tar, named relative to dir.
 func Pack(dir string, w io.Writer) error {
 	gz := gzip.NewWriter(w)
 	tw := tar.NewWriter(gz)
@@ -27,10 +28,16 @@ func Pack(dir string, w io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if !info.Mode().IsRegular() && !info.IsDir() {
-			return nil // sockets and links a run may leave are not results
+		link := ""
+		switch {
+		case info.Mode()&fs.ModeSymlink != 0:
+			if link, err = os.Readlink(path); err != nil {
+				return err
+			}
+		case !info.Mode().IsRegular() && !info.IsDir():
+			return nil // the sockets a run may leave are not results
 		}
-		hdr, err := tar.FileInfoHeader(info, "")
+		hdr, err := tar.FileInfoHeader(info, link)
 		if err != nil {
 			return err
 		}
@@ -46,7 +53,7 @@ func Pack(dir string, w io.Writer) error {
 		if err := tw.WriteHeader(hdr); err != nil {
 			return err
 		}
-		if info.IsDir() {
+		if !info.Mode().IsRegular() {
 			return nil
 		}
 		f, err := os.Open(path)
@@ -66,8 +73,8 @@ func Pack(dir string, w io.Writer) error {
 	return gz.Close()
 }
 
-// Unpack extracts a tarball Pack wrote into dir; a name that would land
-// outside dir is an error.
+// Unpack extracts a tarball Pack wrote into dir; a name or a link that
+// would lead outside dir is an error.
 func Unpack(r io.Reader, dir string) error {
 	gz, err := gzip.NewReader(r)
 	if err != nil {
@@ -107,8 +114,18 @@ func Unpack(r io.Reader, dir string) error {
 			if err != nil {
 				return err
 			}
+		case tar.TypeSymlink:
+			if filepath.IsAbs(hdr.Linkname) || !filepath.IsLocal(filepath.Join(filepath.Dir(name), hdr.Linkname)) {
+				return fmt.Errorf("results: %q links outside the results (%s)", hdr.Name, hdr.Linkname)
+			}
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				return err
+			}
+			if err := os.Symlink(hdr.Linkname, path); err != nil {
+				return err
+			}
 		default:
-			return fmt.Errorf("results: %q is not a file or a directory", hdr.Name)
+			return fmt.Errorf("results: %q is not a file, a directory or a link", hdr.Name)
 		}
 	}
 }

@@ -1,6 +1,8 @@
 package suitejob
 
 import (
+	"errors"
+
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -30,6 +32,9 @@ type sonobuoyPlugin struct {
 // and that it runs as Sonobuoy's service account, not the ClusterRole
 // certify makes. Sonobuoy reads the JUnit report in the tarball.
 func SonobuoyPlugin(o Options) ([]byte, error) {
+	if o.Inputs != nil {
+		return nil, errors.New("a Sonobuoy plugin carries no files of this machine (--cozystack, --guide): run certify")
+	}
 	o.Hold = 0
 	pod := Render(o).Job.Spec.Template.Spec
 	var p sonobuoyPlugin

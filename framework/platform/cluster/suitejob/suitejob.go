@@ -6,7 +6,8 @@
 // the same image, and hands its results back as one tarball.
 //
 //	conformance certify ─create─▶ vcf-certify: ServiceAccount, Job ─▶ pod: conformance job
-//	  │                           ClusterRole, ClusterRoleBinding        └─ conformance run --kubeconfig=in-cluster
+//	  │                           ClusterRole, ClusterRoleBinding        ├─ the release and guide unpacked (inputs)
+//	  │                           ConfigMap of the inputs                └─ conformance run --kubeconfig=in-cluster
 //	  │◀─ its log, followed (progress) ─────────────────────────────────      ├─ vcf-node-agent on every node
 //	  │◀─ pods/exec `conformance results`: the tarball ─────────────────      └─ tarball and done, on failure too
 //	  └─ deletes all of it
@@ -48,6 +49,16 @@ const (
 	// Grace is the run's pod's to remove what it made once stopped (the
 	// Job deleted, its deadline): the run's own Ctrl-C path.
 	Grace = 6 * time.Minute
+	// InputsDir is where the pod unpacks the files certify carried in
+	// (Options.Inputs): the run's file flags name paths under it.
+	InputsDir = "/tmp/inputs"
+	// InputsLimit bounds the packed inputs: a ConfigMap holds at most
+	// 1 MiB, its metadata included.
+	InputsLimit = 1<<20 - 16<<10
+	// inputsFile is the packed inputs' key in the ConfigMap, and its file
+	// where the pod mounts it.
+	inputsFile  = "inputs.tar.gz"
+	inputsMount = "/inputs"
 )
 
 // Options are what certify asks of the Job.
@@ -60,6 +71,9 @@ type Options struct {
 	// Deadline bounds the Job (activeDeadlineSeconds); Hold how long its
 	// pod keeps the results for certify once written.
 	Deadline, Hold time.Duration
+	// Inputs are the files of this machine the run reads (the release,
+	// the guide), packed (Pack) as they go under InputsDir; nil: none.
+	Inputs []byte
 }
 
 // Objects are the manifests of one in-cluster run.
@@ -68,12 +82,17 @@ type Objects struct {
 	ServiceAccount *corev1.ServiceAccount
 	Role           *rbacv1.ClusterRole
 	Binding        *rbacv1.ClusterRoleBinding
+	Inputs         *corev1.ConfigMap // nil without Options.Inputs
 	Job            *batchv1.Job
 }
 
 // All lists them in the order they are created.
 func (o Objects) All() []runtime.Object {
-	return []runtime.Object{o.Namespace, o.ServiceAccount, o.Role, o.Binding, o.Job}
+	all := []runtime.Object{o.Namespace, o.ServiceAccount, o.Role, o.Binding}
+	if o.Inputs != nil {
+		all = append(all, o.Inputs)
+	}
+	return append(all, o.Job)
 }
 
 // YAML is the objects as one multi-document manifest, for kubectl apply.
@@ -117,6 +136,8 @@ func Rules() []rbacv1.PolicyRule {
 		rule("", []string{"events"}, read),
 		// The guests' cloud-init userData.
 		rule("", []string{"secrets"}, owns),
+		// The Service the release's vm-instance chart makes for each VM.
+		rule("", []string{"services"}, owns),
 		// The vendor's Multus DaemonSet read; the node agent's made.
 		rule("apps", []string{"daemonsets"}, owns),
 		// The specs' NetworkAttachmentDefinitions.
@@ -158,14 +179,11 @@ func Render(o Options) Objects {
 		{Name: "VCF_IMAGE", Value: o.Image}, // the agent's image: the run's own
 		{Name: "E2E_FOCUS", Value: o.Focus},
 		{Name: "E2E_SKIP", Value: o.Skip},
-		{Name: "HOME", Value: "/tmp"},
-		{Name: "VCF_CACHE", Value: "/tmp/cache"},
 	}
 	no, yes, nobody := false, true, int64(65534)
 	deadline := int64(o.Deadline.Seconds())
 	backoff := int32(0)
 	grace := int64(Grace.Seconds())
-	args := append([]string{binary, "job", fmt.Sprintf("--hold=%s", o.Hold), "--"}, o.Args...)
 	scratch := func(name, path string) (corev1.Volume, corev1.VolumeMount) {
 		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 			corev1.VolumeMount{Name: name, MountPath: path}
@@ -175,6 +193,20 @@ func Render(o Options) Objects {
 	// The run's own files under its working directory (the cluster's
 	// kubeconfig and manifests, .cache/ as on a machine).
 	cacheV, cacheM := scratch("cache", "/work/.cache")
+	job := []string{binary, "job", fmt.Sprintf("--hold=%s", o.Hold)}
+	mounts, volumes := []corev1.VolumeMount{tmpM, runM, cacheM}, []corev1.Volume{tmpV, runV, cacheV}
+	var inputs *corev1.ConfigMap
+	if o.Inputs != nil {
+		inputs = &corev1.ConfigMap{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: meta(Namespace),
+			BinaryData: map[string][]byte{inputsFile: o.Inputs},
+		}
+		volumes = append(volumes, corev1.Volume{Name: "inputs", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: Name}}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: "inputs", MountPath: inputsMount, ReadOnly: true})
+		job = append(job, "--inputs="+inputsMount+"/"+inputsFile)
+	}
+	args := append(append(job, "--"), o.Args...)
 	return Objects{
 		Namespace: ns,
 		ServiceAccount: &corev1.ServiceAccount{
@@ -192,6 +224,7 @@ func Render(o Options) Objects {
 			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: Name},
 			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: Name, Namespace: Namespace}},
 		},
+		Inputs: inputs,
 		Job: &batchv1.Job{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 			ObjectMeta: meta(Namespace),
@@ -214,14 +247,14 @@ func Render(o Options) Objects {
 							ImagePullPolicy: corev1.PullIfNotPresent,
 							Command:         args,
 							Env:             env,
-							VolumeMounts:    []corev1.VolumeMount{tmpM, runM, cacheM},
+							VolumeMounts:    mounts,
 							SecurityContext: &corev1.SecurityContext{
 								Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 								ReadOnlyRootFilesystem:   &yes,
 								AllowPrivilegeEscalation: &no,
 							},
 						}},
-						Volumes: []corev1.Volume{tmpV, runV, cacheV},
+						Volumes: volumes,
 					},
 				},
 			},

@@ -119,6 +119,10 @@ func TestResultsComeBackWhole(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A chart's link to a library chart comes back a link.
+	if err := os.Symlink("../artifacts", filepath.Join(src, "artifacts", "again")); err != nil {
+		t.Fatal(err)
+	}
 	var b bytes.Buffer
 	if err := Pack(src, &b); err != nil {
 		t.Fatal(err)
@@ -131,6 +135,9 @@ func TestResultsComeBackWhole(t *testing.T) {
 		if got, err := os.ReadFile(filepath.Join(dst, name)); err != nil || string(got) != content {
 			t.Errorf("%s came back as %q (%v), want %q", name, got, err, content)
 		}
+	}
+	if link, err := os.Readlink(filepath.Join(dst, "artifacts", "again")); err != nil || link != "../artifacts" {
+		t.Errorf("the link came back as %q (%v), want ../artifacts", link, err)
 	}
 	if code, err := ReadExitCode(dst); err != nil || code != 1 {
 		t.Errorf("exit code %d (%v), want 1", code, err)
@@ -149,6 +156,44 @@ func TestResultsComeBackWhole(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, "escaped")); err == nil {
 		t.Error("../escaped was written outside the results")
+	}
+	for _, target := range []string{"../..", "/etc"} {
+		evil.Reset()
+		gz = gzip.NewWriter(&evil)
+		tw = tar.NewWriter(gz)
+		tw.WriteHeader(&tar.Header{Name: "dir/link", Linkname: target, Typeflag: tar.TypeSymlink})
+		tw.Close()
+		gz.Close()
+		if err := Unpack(&evil, filepath.Join(out, "results")); err == nil || !strings.Contains(err.Error(), "outside") {
+			t.Errorf("a tarball linking to %s: %v, want refused", target, err)
+		}
+	}
+}
+
+// The files certify carries in go in a ConfigMap the Job mounts, read
+// only, and the pod is told where to find them.
+func TestTheInputsGoInAConfigMapTheJobMounts(t *testing.T) {
+	if o := Render(Options{Image: "i", Deadline: time.Hour}); o.Inputs != nil || len(o.All()) != 5 {
+		t.Errorf("without inputs: a ConfigMap %v, %d objects; want none, 5", o.Inputs, len(o.All()))
+	}
+	o := Render(Options{Image: "i", Deadline: time.Hour, Inputs: []byte("packed"), Args: []string{"--cozystack=" + InputsDir + "/cozystack"}})
+	if o.Inputs == nil || string(o.Inputs.BinaryData[inputsFile]) != "packed" || o.Inputs.Namespace != Namespace {
+		t.Fatalf("the inputs' ConfigMap: %+v", o.Inputs)
+	}
+	pod := o.Job.Spec.Template.Spec
+	c := pod.Containers[0]
+	if !slices.Contains(c.Command, "--inputs="+inputsMount+"/"+inputsFile) || c.Command[len(c.Command)-1] != "--cozystack="+InputsDir+"/cozystack" {
+		t.Errorf("the pod runs %q: want --inputs before --, the run's flags after", c.Command)
+	}
+	mounted := slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == inputsMount && m.ReadOnly })
+	fromMap := slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool {
+		return v.ConfigMap != nil && v.ConfigMap.Name == o.Inputs.Name
+	})
+	if !mounted || !fromMap {
+		t.Errorf("mounts %+v, volumes %+v: want the ConfigMap read only at %s", c.VolumeMounts, pod.Volumes, inputsMount)
+	}
+	if _, err := SonobuoyPlugin(Options{Image: "i", Inputs: []byte("packed")}); err == nil {
+		t.Error("a Sonobuoy plugin was rendered with inputs it cannot carry")
 	}
 }
 
@@ -213,5 +258,31 @@ func TestRemoveLeavesNothingOfTheRun(t *testing.T) {
 	}
 	if !strings.Contains(progress.String(), "tenant-datapath") {
 		t.Errorf("certify did not say it deleted what the run left: %q", progress.String())
+	}
+}
+
+// The node agent's image is the runner's own, found in the pod by the
+// go-runner contract's E2E_FOCUS: in certify's Job, and in a pod like
+// Hydrophone's, whose second container (the results' busybox) has none.
+func TestTheRunnersImageIsTheContainerCarryingE2EFocus(t *testing.T) {
+	job := Render(Options{Image: "localhost/vcf/conformance:x", Deadline: time.Hour})
+	hydrophone := corev1.PodSpec{Containers: []corev1.Container{
+		{Name: "conformance-container", Image: "localhost/vcf/conformance:y", Env: []corev1.EnvVar{{Name: "E2E_FOCUS"}, {Name: "E2E_SKIP"}}},
+		{Name: "output-container", Image: "busybox"},
+	}}
+	for _, tc := range []struct {
+		spec corev1.PodSpec
+		want string
+	}{
+		{job.Job.Spec.Template.Spec, "localhost/vcf/conformance:x"},
+		{hydrophone, "localhost/vcf/conformance:y"},
+	} {
+		got, err := runnerImage(&corev1.Pod{Spec: tc.spec})
+		if err != nil || got != tc.want {
+			t.Errorf("runnerImage: %q, %v; want %q", got, err, tc.want)
+		}
+	}
+	if got, err := runnerImage(&corev1.Pod{Spec: corev1.PodSpec{Containers: hydrophone.Containers[1:]}}); err == nil {
+		t.Errorf("a pod with no runner gave image %q", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cozystack/vlan-conformance/framework/cloudinit"
+	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
 	"github.com/cozystack/vlan-conformance/framework/platform"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
@@ -29,7 +30,8 @@ import (
 //	                        ├─ userdata + a password for the serial console
 //	                        ├─ nodeSelector kubernetes.io/hostname: the spec's node
 //	                        ├─ label vlan-conformance.cozystack.io/owned (cleanup)
-//	                        └─ WorkloadMonitor left out (a Cozystack CRD)
+//	                        ├─ WorkloadMonitor left out (a Cozystack CRD)
+//	                        └─ Role, RoleBinding left out inside the cluster (certify's role)
 //
 // A VM whose MAC a spec pins (ARP-05/06) is the suite's own build
 // (RenderVM): the chart has no value for it. The MAC a control gives an
@@ -48,6 +50,14 @@ func (w *Workloads) fromRelease(spec platform.VMSpec) bool {
 // Kinds the offline cluster does not serve, left out of what is applied.
 var notServed = map[string]string{
 	"WorkloadMonitor": "a cozystack.io CRD of Cozystack's controller, which the offline cluster does not run; it only watches the VM",
+}
+
+// Kinds the run inside the cluster (certify) leaves out: its role grants
+// no RBAC objects (suitejob.Rules), which the chart makes for Cozystack's
+// dashboard.
+var notGranted = map[string]string{
+	"Role":        "the run inside the cluster (certify) is granted no RBAC objects; the chart's Role only lets Cozystack's dashboard read the VM's Service and WorkloadMonitor",
+	"RoleBinding": "the run inside the cluster (certify) is granted no RBAC objects; the chart's RoleBinding binds the dashboard's Role to the tenant's users",
 }
 
 // releaseObjects renders spec's application and patches it for the lane.
@@ -78,7 +88,11 @@ func (w *Workloads) releaseObjects(spec platform.VMSpec, nodeName string) ([]*un
 		b, _ := yaml.Marshal(o.Object)
 		fmt.Fprintf(&rendered, "---\n%s", b)
 		obj := fmt.Sprintf("%s vm-instance-<name>", o.GetKind())
-		if why, ok := notServed[o.GetKind()]; ok {
+		why, ok := notServed[o.GetKind()]
+		if !ok && w.cfg.Kubeconfig == config.InCluster {
+			why, ok = notGranted[o.GetKind()]
+		}
+		if ok {
 			scratch.Add(cozystack.Change{Kind: "object", Object: obj, What: "left out", Why: why})
 			continue
 		}

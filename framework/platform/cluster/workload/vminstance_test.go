@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/config/configtest"
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
 	"github.com/cozystack/vlan-conformance/framework/platform"
@@ -138,6 +139,36 @@ func TestReleaseVMChangesOnlyWhatIsListed(t *testing.T) {
 				t.Logf("%s:\n%s", side, b)
 			}
 		})
+	}
+}
+
+// Inside the cluster (certify) the run's role grants no RBAC objects: the
+// chart's Role and RoleBinding, Cozystack's dashboard's, are left out, and
+// the ledger says so; the VM, its Secret and Service are applied as ever.
+func TestInsideTheClusterTheChartsRBACIsLeftOut(t *testing.T) {
+	w := releaseWorkloads(t)
+	w.cfg.Kubeconfig = config.InCluster
+	spec := platform.VMSpec{Name: "vm-a", Namespace: "tenant-vlan", Networks: []string{"vlan100"}, CloudInit: w.subj.UserData("203.0.113.21/24")}
+	objs, err := w.releaseObjects(spec, "vcf-worker2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, o := range objs {
+		kinds = append(kinds, o.GetKind())
+	}
+	sort.Strings(kinds)
+	if want := []string{"Secret", "Service", "VirtualMachine"}; !slices.Equal(kinds, want) {
+		t.Errorf("applied %v, want %v", kinds, want)
+	}
+	var rows []string
+	for _, c := range w.subj.Ledger.Changes() {
+		rows = append(rows, c.Object+": "+c.What)
+	}
+	for _, want := range []string{"Role vm-instance-<name>: left out", "RoleBinding vm-instance-<name>: left out"} {
+		if !slices.Contains(rows, want) {
+			t.Errorf("the ledger has no row %q: %q", want, rows)
+		}
 	}
 }
 
