@@ -282,10 +282,11 @@ e2e-existing: $(SUITE) $(DRIVER)
 # (E2E_FOCUS, E2E_SKIP): `make certify KUBECONFIG=... FOCUS='NODE-01 ||
 # VLAN-01' ARGS='--gateway=...'`. OFFLINE=1: the VMs boot the offline
 # guest image, as the offline lane's do (a cluster make kind-up made).
-# COZYSTACK and GUIDE, as for the other targets, are carried into the Job.
+# COZYSTACK and GUIDE, as for the other targets, are carried into the Job;
+# PRODUCT=FILE judges the results by the certification profile.
 certify: $(DRIVER)
-	@test -n "$(KUBECONFIG)" || { echo "usage: make certify KUBECONFIG=/path/to/kubeconfig [IMAGE=ref] [FOCUS=filter] [SKIP=filter] [OFFLINE=1] [COZYSTACK=dir] [GUIDE=file] [ARGS='--gateway=... (the run's flags)']"; exit 2; }
-	$(DRIVER) certify --kubeconfig=$(KUBECONFIG) --image=$(or $(IMAGE),$$(cat $(OFFLINE_CACHE)/images/conformance.ref)) --focus='$(FOCUS)' --skip='$(SKIP)' -- $(RELEASE_ARGS) $(if $(filter 1,$(OFFLINE)),$(OFFLINE_GUEST_ARGS)) $(ARGS)
+	@test -n "$(KUBECONFIG)" || { echo "usage: make certify KUBECONFIG=/path/to/kubeconfig [IMAGE=ref] [FOCUS=filter] [SKIP=filter] [OFFLINE=1] [COZYSTACK=dir] [GUIDE=file] [PRODUCT=file] [ARGS='--gateway=... (the run's flags)']"; exit 2; }
+	$(DRIVER) certify --kubeconfig=$(KUBECONFIG) --image=$(or $(IMAGE),$$(cat $(OFFLINE_CACHE)/images/conformance.ref)) --focus='$(FOCUS)' --skip='$(SKIP)' $(if $(PRODUCT),--product=$(PRODUCT)) -- $(RELEASE_ARGS) $(if $(filter 1,$(OFFLINE)),$(OFFLINE_GUEST_ARGS)) $(ARGS)
 
 # Cabling kind node containers (stand-ins: processes in netns of their own);
 # needs 8021q, so it runs in the lab VM where this kernel lacks it.

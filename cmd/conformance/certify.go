@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cozystack/vlan-conformance/framework/atomicfile"
+	"github.com/cozystack/vlan-conformance/framework/certify"
 	"github.com/cozystack/vlan-conformance/framework/config"
 	"github.com/cozystack/vlan-conformance/framework/cozystack"
 	"github.com/cozystack/vlan-conformance/framework/platform/cluster/kube"
@@ -45,6 +46,7 @@ func certifyCommand(stdout, stderr io.Writer, args []string) int {
 	hold := fs.Duration("hold", 30*time.Minute, "how long the run's pod keeps its results for certify to copy")
 	printOnly := fs.Bool("print-manifests", false, "print the manifests (namespace, ServiceAccount, ClusterRole, binding, Job) for kubectl apply, and create nothing")
 	plugin := fs.Bool("sonobuoy-plugin", false, "print the same run as a Sonobuoy Job plugin (sonobuoy run --plugin FILE), and create nothing")
+	product := fs.String("product", "", "the vendor's product file (docs/product.example.yaml): the results are judged by the certification profile once copied out (conformance verdicts --certify), into certification.txt; not certified exits 1")
 	flags, runArgs := args, []string(nil)
 	for i, a := range args {
 		if a == "--" {
@@ -71,6 +73,13 @@ func certifyCommand(stdout, stderr io.Writer, args []string) int {
 	}
 	if *printOnly && *plugin {
 		errs = append(errs, errors.New("--print-manifests and --sonobuoy-plugin: one or the other"))
+	}
+	if *product != "" {
+		if *printOnly || *plugin {
+			errs = append(errs, errors.New("--product: certify judges the results it copies out; with --print-manifests or --sonobuoy-plugin, judge them with conformance verdicts --certify=PRODUCT vm=JUNIT"))
+		} else if _, err := certify.Read(*product); err != nil {
+			errs = append(errs, fmt.Errorf("--product: %w", err))
+		}
 	}
 	if !*printOnly && !*plugin {
 		if *kubeconfig == "" {
@@ -125,6 +134,31 @@ func certifyCommand(stdout, stderr io.Writer, args []string) int {
 		return max(code, 1)
 	}
 	fmt.Fprintf(stdout, "certify: the run exited %d; nothing of it is left in the cluster\n", code)
+	if *product != "" {
+		code = max(code, judge(stdout, *product, *reportDir))
+	}
+	return code
+}
+
+// judge runs the certification profile on the results certify copied
+// into reportDir (their JUnit report, a VM run), printing it and keeping
+// it in certification.txt beside the product file it judged by.
+func judge(stdout io.Writer, product, reportDir string) int {
+	b, err := os.ReadFile(product)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(reportDir, "product.yaml"), b, 0o644)
+	}
+	var out bytes.Buffer
+	code := 1
+	if err == nil {
+		code = verdicts(io.MultiWriter(stdout, &out), []string{"--certify=" + product, "vm=" + filepath.Join(reportDir, "results", "junit.xml")})
+		err = os.WriteFile(filepath.Join(reportDir, "certification.txt"), out.Bytes(), 0o644)
+	}
+	if err != nil {
+		fmt.Fprintln(stdout, "certify: the certification:", err)
+		return max(code, 1)
+	}
+	fmt.Fprintf(stdout, "certify: the certification in %s\n", filepath.Join(reportDir, "certification.txt"))
 	return code
 }
 

@@ -216,3 +216,51 @@ func TestCertifyCarriesTheReleaseAndTheGuideIn(t *testing.T) {
 		t.Errorf("--sonobuoy-plugin with --cozystack: exit %d, %q; want 2", code, stderr.String())
 	}
 }
+
+// --product judges the results certify copied out by the certification
+// profile, keeping its verdict beside them; a wrong product file is bad
+// input before anything is created, as is one certify would never judge.
+func TestCertifyJudgesTheResultsByTheProductFile(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	product := filepath.Join(dir, "product.yaml")
+	bad := filepath.Join(dir, "bad.yaml")
+	for name, body := range map[string]string{
+		kubeconfig: "not read before the input is valid",
+		product:    "vendor: Example Networks\nproduct: EX-100\ncozystack: v1.6.1\nnodeOS: Talos v1.11.3\n",
+		bad:        "vendor: x\n",
+	} {
+		if err := os.WriteFile(name, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{
+		{"--image=i", "--kubeconfig=" + kubeconfig, "--product=" + bad},
+		{"--image=i", "--print-manifests", "--product=" + product},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := certifyCommand(&stdout, &stderr, args); code != config.ExitBadInput || !strings.Contains(stderr.String(), "--product") {
+			t.Errorf("certify %q: exit %d, %q; want 2 naming --product", args, code, stderr.String())
+		}
+	}
+	// A focused run's results: NODE-01 passed, the rest never ran.
+	reportDir := filepath.Join(dir, "certify")
+	if err := os.MkdirAll(filepath.Join(reportDir, "results"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	junit := `<testsuites><testsuite><testcase name="[It] x [NODE-01]" status="passed"></testcase></testsuite></testsuites>`
+	if err := os.WriteFile(filepath.Join(reportDir, "results", "junit.xml"), []byte(junit), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if code := judge(&out, product, reportDir); code != 1 {
+		t.Errorf("a run that left claims without a verdict: exit %d, want 1\n%s", code, out.String())
+	}
+	kept, err := os.ReadFile(filepath.Join(reportDir, "certification.txt"))
+	if err != nil || !strings.Contains(string(kept), "NOT CERTIFIED") || !strings.Contains(string(kept), "NODE-01  certified") {
+		t.Errorf("certification.txt: %v\n%s", err, kept)
+	}
+	if b, err := os.ReadFile(filepath.Join(reportDir, "product.yaml")); err != nil || !strings.Contains(string(b), "EX-100") {
+		t.Errorf("the product file judged by is not beside the results: %q, %v", b, err)
+	}
+}
