@@ -317,14 +317,15 @@ func certifyIn(ctx context.Context, k *kube.Clients, objs suitejob.Objects, repo
 	if _, err := suitejob.Follow(ctx, k, pod, progress); err != nil {
 		return 1, err
 	}
-	var got bytes.Buffer
-	if err := suitejob.Fetch(ctx, k, pod, &got); err != nil {
+	if err := atomicfile.WriteFunc(tarball, 0o644, func(w io.Writer) error { return suitejob.Fetch(ctx, k, pod, w) }); err != nil {
 		return 1, fmt.Errorf("copying the results out: %w", err)
 	}
-	if err := atomicfile.Write(tarball, bytes.NewReader(got.Bytes()), 0o644); err != nil {
+	f, err := os.Open(tarball)
+	if err != nil {
 		return 1, err
 	}
-	if err := suitejob.Unpack(&got, unpacked); err != nil {
+	defer f.Close()
+	if err := suitejob.Unpack(f, unpacked); err != nil {
 		return 1, fmt.Errorf("%s: %w", tarball, err)
 	}
 	code, err := suitejob.ReadExitCode(unpacked)
@@ -509,12 +510,8 @@ func writeResults(dir, report string, code int) error {
 			return err
 		}
 	}
-	var packed bytes.Buffer
-	if err := suitejob.Pack(report, &packed); err != nil {
-		return err
-	}
 	tarball := filepath.Join(dir, suitejob.Tarball)
-	if err := atomicfile.Write(tarball, &packed, 0o644); err != nil {
+	if err := atomicfile.WriteFunc(tarball, 0o644, func(w io.Writer) error { return suitejob.Pack(report, w) }); err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "done"), []byte(tarball), 0o644)

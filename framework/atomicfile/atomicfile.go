@@ -38,3 +38,14 @@ func Write(path string, r io.Reader, mode os.FileMode) (err error) {
 	}
 	return os.Rename(f.Name(), path)
 }
+
+// WriteFunc is Write of what produce writes, streamed through a pipe: the
+// content is never held in memory whole (a results tarball). A produce
+// that fails leaves no file.
+func WriteFunc(path string, mode os.FileMode, produce func(io.Writer) error) error {
+	r, w := io.Pipe()
+	go func() { w.CloseWithError(produce(w)) }()
+	err := Write(path, r, mode)
+	r.Close() // a Write that failed first must not leave produce blocked
+	return err
+}

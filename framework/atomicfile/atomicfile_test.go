@@ -1,6 +1,8 @@
 package atomicfile
 
 import (
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,5 +34,32 @@ func TestWrite(t *testing.T) {
 		if strings.HasPrefix(e.Name(), ".vcf-") {
 			t.Errorf("temporary %s left in %s", e.Name(), dir)
 		}
+	}
+}
+
+// A streamed write lands whole; one whose producer fails half-way leaves
+// no file and says why.
+func TestWriteFunc(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "results.tar.gz")
+	if err := WriteFunc(p, 0o644, func(w io.Writer) error {
+		_, err := io.WriteString(w, "packed")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(p); err != nil || string(b) != "packed" {
+		t.Fatalf("read %q, %v", b, err)
+	}
+	q := filepath.Join(dir, "half.tar.gz")
+	err := WriteFunc(q, 0o644, func(w io.Writer) error {
+		io.WriteString(w, "half")
+		return errors.New("the pod went away")
+	})
+	if err == nil || !strings.Contains(err.Error(), "the pod went away") {
+		t.Errorf("a failed producer: %v", err)
+	}
+	if _, err := os.Stat(q); err == nil {
+		t.Error("a failed producer left its half")
 	}
 }
