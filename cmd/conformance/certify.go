@@ -246,7 +246,7 @@ func carry(args []string) ([]string, []byte, error) {
 		return args, nil, nil
 	}
 	var packed bytes.Buffer
-	if err := suitejob.Pack(dir, &packed); err != nil {
+	if err := suitejob.PackInputs(dir, &packed); err != nil {
 		return nil, nil, err
 	}
 	if packed.Len() > suitejob.InputsLimit {
@@ -448,7 +448,7 @@ func unpackInputs(tarball string) error {
 		return err
 	}
 	defer f.Close()
-	return suitejob.Unpack(f, suitejob.InputsDir)
+	return suitejob.UnpackInputs(f, suitejob.InputsDir)
 }
 
 // suite is `conformance run` in the pod, its report in report; its exit

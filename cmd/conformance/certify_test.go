@@ -191,7 +191,7 @@ func TestCertifyCarriesTheReleaseAndTheGuideIn(t *testing.T) {
 		t.Errorf("the run's flags %q, want %q", args, want)
 	}
 	got := t.TempDir()
-	if err := suitejob.Unpack(bytes.NewReader(inputs), got); err != nil {
+	if err := suitejob.UnpackInputs(bytes.NewReader(inputs), got); err != nil {
 		t.Fatal(err)
 	}
 	r, err := cozystack.Open(filepath.Join(got, "cozystack"))

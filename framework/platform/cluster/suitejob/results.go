@@ -15,9 +15,16 @@ import (
 // (0 passed, 1 a claim failed, 2 bad input): certify exits with it.
 const ExitCode = "exit-code"
 
-// Pack writes dir's files, directories and symbolic links (a chart's
-// link to a library chart) as a gzipped tar, named relative to dir.
-func Pack(dir string, w io.Writer) error {
+// Pack writes dir's files and directories as a gzipped tar, named
+// relative to dir: the run's results (the sockets and links a run may
+// leave are not results).
+func Pack(dir string, w io.Writer) error { return pack(dir, w, false) }
+
+// PackInputs is Pack keeping symbolic links too (a chart's link to a
+// library chart): the files certify carries in.
+func PackInputs(dir string, w io.Writer) error { return pack(dir, w, true) }
+
+func pack(dir string, w io.Writer, links bool) error {
 	gz := gzip.NewWriter(w)
 	tw := tar.NewWriter(gz)
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -30,12 +37,12 @@ func Pack(dir string, w io.Writer) error {
 		}
 		link := ""
 		switch {
-		case info.Mode()&fs.ModeSymlink != 0:
+		case links && info.Mode()&fs.ModeSymlink != 0:
 			if link, err = os.Readlink(path); err != nil {
 				return err
 			}
 		case !info.Mode().IsRegular() && !info.IsDir():
-			return nil // the sockets a run may leave are not results
+			return nil
 		}
 		hdr, err := tar.FileInfoHeader(info, link)
 		if err != nil {
@@ -73,9 +80,16 @@ func Pack(dir string, w io.Writer) error {
 	return gz.Close()
 }
 
-// Unpack extracts a tarball Pack wrote into dir; a name or a link that
-// would lead outside dir is an error.
-func Unpack(r io.Reader, dir string) error {
+// Unpack extracts a tarball Pack wrote into dir; a name that would land
+// outside dir, or a link (results have none: one could lead a later write
+// or read out of dir), is an error.
+func Unpack(r io.Reader, dir string) error { return unpack(r, dir, false) }
+
+// UnpackInputs extracts a tarball PackInputs wrote (certify's own, in the
+// pod): links too, each to a target its name's directory keeps inside dir.
+func UnpackInputs(r io.Reader, dir string) error { return unpack(r, dir, true) }
+
+func unpack(r io.Reader, dir string, links bool) error {
 	gz, err := gzip.NewReader(r)
 	if err != nil {
 		return err
@@ -115,6 +129,9 @@ func Unpack(r io.Reader, dir string) error {
 				return err
 			}
 		case tar.TypeSymlink:
+			if !links {
+				return fmt.Errorf("results: %q is a link (%s)", hdr.Name, hdr.Linkname)
+			}
 			if filepath.IsAbs(hdr.Linkname) || !filepath.IsLocal(filepath.Join(filepath.Dir(name), hdr.Linkname)) {
 				return fmt.Errorf("results: %q links outside the results (%s)", hdr.Name, hdr.Linkname)
 			}

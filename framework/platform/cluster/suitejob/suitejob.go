@@ -72,7 +72,7 @@ type Options struct {
 	// pod keeps the results for certify once written.
 	Deadline, Hold time.Duration
 	// Inputs are the files of this machine the run reads (the release,
-	// the guide), packed (Pack) as they go under InputsDir; nil: none.
+	// the guide), packed (PackInputs) as they go under InputsDir; nil: none.
 	Inputs []byte
 }
 

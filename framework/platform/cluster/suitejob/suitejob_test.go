@@ -119,7 +119,7 @@ func TestResultsComeBackWhole(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// A chart's link to a library chart comes back a link.
+	// A link a run leaves is not a result.
 	if err := os.Symlink("../artifacts", filepath.Join(src, "artifacts", "again")); err != nil {
 		t.Fatal(err)
 	}
@@ -136,8 +136,23 @@ func TestResultsComeBackWhole(t *testing.T) {
 			t.Errorf("%s came back as %q (%v), want %q", name, got, err, content)
 		}
 	}
-	if link, err := os.Readlink(filepath.Join(dst, "artifacts", "again")); err != nil || link != "../artifacts" {
+	if _, err := os.Lstat(filepath.Join(dst, "artifacts", "again")); err == nil {
+		t.Error("a link came back among the results")
+	}
+	// The inputs keep a chart's link to a library chart.
+	b.Reset()
+	if err := PackInputs(src, &b); err != nil {
+		t.Fatal(err)
+	}
+	inputs := t.TempDir()
+	if err := UnpackInputs(bytes.NewReader(b.Bytes()), inputs); err != nil {
+		t.Fatal(err)
+	}
+	if link, err := os.Readlink(filepath.Join(inputs, "artifacts", "again")); err != nil || link != "../artifacts" {
 		t.Errorf("the link came back as %q (%v), want ../artifacts", link, err)
+	}
+	if err := Unpack(bytes.NewReader(b.Bytes()), t.TempDir()); err == nil || !strings.Contains(err.Error(), "is a link") {
+		t.Errorf("results holding a link: %v, want refused", err)
 	}
 	if code, err := ReadExitCode(dst); err != nil || code != 1 {
 		t.Errorf("exit code %d (%v), want 1", code, err)
@@ -164,7 +179,7 @@ func TestResultsComeBackWhole(t *testing.T) {
 		tw.WriteHeader(&tar.Header{Name: "dir/link", Linkname: target, Typeflag: tar.TypeSymlink})
 		tw.Close()
 		gz.Close()
-		if err := Unpack(&evil, filepath.Join(out, "results")); err == nil || !strings.Contains(err.Error(), "outside") {
+		if err := UnpackInputs(&evil, filepath.Join(out, "results")); err == nil || !strings.Contains(err.Error(), "outside") {
 			t.Errorf("a tarball linking to %s: %v, want refused", target, err)
 		}
 	}
