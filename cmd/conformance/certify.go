@@ -144,10 +144,7 @@ func certifyCommand(stdout, stderr io.Writer, args []string) int {
 // into reportDir (their JUnit report, a VM run), printing it and keeping
 // it in certification.txt beside the product file it judged by.
 func judge(stdout io.Writer, product, reportDir string) int {
-	b, err := os.ReadFile(product)
-	if err == nil {
-		err = os.WriteFile(filepath.Join(reportDir, "product.yaml"), b, 0o644)
-	}
+	err := copyFile(product, filepath.Join(reportDir, "product.yaml"))
 	var out bytes.Buffer
 	code := 1
 	if err == nil {
@@ -263,14 +260,10 @@ func carryFile(flag, value, dir string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		b, err := os.ReadFile(src)
-		if err != nil {
-			return "", err
-		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return "", err
 		}
-		return filepath.Base(src), os.WriteFile(filepath.Join(dir, filepath.Base(src)), b, 0o644)
+		return filepath.Base(src), copyFile(src, filepath.Join(dir, filepath.Base(src)))
 	}
 	r, err := cozystack.Open(value)
 	if err != nil {
